@@ -1,0 +1,71 @@
+"""Errors of the DuckLake format layer: one flat hierarchy under DuckLakeError."""
+
+from __future__ import annotations
+
+
+class DuckLakeError(Exception):
+    """Base class of every error this layer raises on purpose."""
+
+
+class CatalogConnectionError(DuckLakeError):
+    """The catalog database could not be reached or opened."""
+
+
+class NotALakeError(DuckLakeError):
+    """The catalog database holds no DuckLake (or a damaged one)."""
+
+
+class UnsupportedVersionError(DuckLakeError):
+    """The lake was written in a spec version this layer does not read or write."""
+
+
+class LakeExistsError(DuckLakeError):
+    """A new lake was asked for where one already exists."""
+
+
+class NoSuchSnapshotError(DuckLakeError):
+    """A snapshot version or timestamp that the lake does not have."""
+
+
+class NoSuchSchemaError(DuckLakeError):
+    """A schema name or id that is not visible at the snapshot."""
+
+
+class NoSuchTableError(DuckLakeError):
+    """A table or view name or id that is not visible at the snapshot."""
+
+
+class NoSuchColumnError(DuckLakeError):
+    """A column that the table does not have."""
+
+
+class SchemaExistsError(DuckLakeError):
+    """CREATE SCHEMA of a name that is taken."""
+
+
+class TableExistsError(DuckLakeError):
+    """CREATE TABLE/VIEW of a name that is taken."""
+
+
+class SchemaEvolutionError(DuckLakeError):
+    """An ALTER that DuckLake does not allow (e.g. a narrowing type change)."""
+
+
+class UnsupportedTypeError(DuckLakeError):
+    """A type with no DuckLake equivalent."""
+
+
+class InvalidDataFileError(DuckLakeError):
+    """A data file that does not fit the table it is added to."""
+
+
+class CommitConflictError(DuckLakeError):
+    """Another writer committed a change that conflicts with this transaction."""
+
+
+class CommitStateUnknownError(DuckLakeError):
+    """The catalog failed mid-commit in a way that leaves the outcome unknown."""
+
+
+class TransactionClosedError(DuckLakeError):
+    """A transaction was used after it committed or failed."""

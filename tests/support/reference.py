@@ -1,0 +1,63 @@
+"""The reference implementation (DuckDB 1.5 + its ducklake extension, loaded by path) for conformance tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+from dbt.adapters.ducklake.lake.catalog_url import CatalogLocation, parse_catalog
+
+_EXTENSIONS = {
+    "ducklake": "duckdb_extension_ducklake",
+    "sqlite_scanner": "duckdb_extension_sqlite_scanner",
+    "postgres_scanner": "duckdb_extension_postgres_scanner",
+}
+
+
+def extension_path(name: str) -> str:
+    """Path of an extension shipped in a duckdb-extension-* wheel."""
+    mod = __import__(_EXTENSIONS[name])
+    return os.path.join(os.path.dirname(mod.__file__), "extensions", f"v{duckdb.__version__}", f"{name}.duckdb_extension")
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the ducklake, sqlite and postgres extensions loaded from the wheels."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    for name in _EXTENSIONS:
+        con.execute(f"LOAD '{extension_path(name)}'")
+    return con
+
+
+def attach_sql(catalog: str | CatalogLocation, alias: str = "lake", data_path: str | None = None,
+               read_only: bool = False, options: dict[str, object] | None = None) -> str:
+    """The ATTACH statement DuckDB needs for one of our catalogs."""
+    loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog
+    opts: dict[str, object] = dict(options or {})
+    if data_path is not None:
+        opts["DATA_PATH"] = data_path
+    if read_only:
+        opts["READ_ONLY"] = True
+    rendered = []
+    for k, v in opts.items():
+        if v is True:
+            rendered.append(k)
+        elif isinstance(v, str):
+            rendered.append(f"{k} '{v}'")
+        else:
+            rendered.append(f"{k} {v}")
+    tail = f" ({', '.join(rendered)})" if rendered else ""
+    return f"ATTACH '{loc.duckdb_attach_target()}' AS {alias}{tail}"
+
+
+@contextmanager
+def attached(catalog: str | CatalogLocation, alias: str = "lake", **kw: object) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh DuckDB with the lake attached; detached and closed on exit (DuckDB files are locked while open)."""
+    con = connect()
+    try:
+        con.execute(attach_sql(catalog, alias, **kw))  # type: ignore[arg-type]
+        yield con
+    finally:
+        con.close()
