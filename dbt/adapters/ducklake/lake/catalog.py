@@ -1,0 +1,184 @@
+"""The catalog database: short-lived SQLAlchemy connections, consistent reads, write transactions, lake discovery."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.pool import NullPool
+
+from .catalog_url import CatalogLocation
+from .dialect import Dialect, dialect_for
+from .errors import CatalogConnectionError
+
+# A DuckDB catalog file is locked by the process that has it open; another process waits this long for it.
+DUCKDB_LOCK_WAIT_SECONDS = 30.0
+SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
+
+
+class CatalogDB:
+    """Connections to one catalog database. Opened per transaction, so DuckDB can ATTACH between commits."""
+
+    def __init__(self, location: CatalogLocation, metadata_schema: str | None = None) -> None:
+        self.location = location
+        self.dialect: Dialect = dialect_for(location.backend)
+        self.metadata_schema = metadata_schema
+        self._engine: sa.Engine | None = None
+
+    # naming ------------------------------------------------------------------------------------------------
+    @property
+    def prefix(self) -> str:
+        """What goes before a catalog table name in SQL ('' or '"schema".')."""
+        if not self.metadata_schema:
+            return ""
+        return '"' + self.metadata_schema.replace('"', '""') + '".'
+
+    def t(self, name: str) -> str:
+        """A catalog table name, qualified with the metadata schema if any."""
+        return self.prefix + name
+
+    # connections -------------------------------------------------------------------------------------------
+    @property
+    def engine(self) -> sa.Engine:
+        if self._engine is None:
+            self._engine = self._make_engine()
+        return self._engine
+
+    def _make_engine(self) -> sa.Engine:
+        loc = self.location
+        if loc.backend == "duckdb":
+            # no pool: an open DuckDB connection keeps the file locked against DuckDB CLI users and other processes
+            return sa.create_engine(loc.url, poolclass=NullPool)
+        if loc.backend == "sqlite":
+            engine = sa.create_engine(
+                loc.url, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
+            )
+
+            @sa.event.listens_for(engine, "connect")
+            def _no_implicit_tx(dbapi_conn: Any, _rec: Any) -> None:
+                # we issue BEGIN / BEGIN IMMEDIATE ourselves (pysqlite's implicit BEGIN cannot take the write lock)
+                dbapi_conn.isolation_level = None
+
+            return engine
+        return sa.create_engine(
+            loc.url, poolclass=NullPool, connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_SECONDS}
+        )
+
+    def _raw_connect(self) -> Connection:
+        loc = self.location
+        if loc.backend in ("duckdb", "sqlite"):
+            path = loc.file_path or ""
+            parent = os.path.dirname(path) or "."
+            if not os.path.isdir(parent):
+                raise CatalogConnectionError(
+                    f"catalog {loc.render()!r}: directory {parent!r} does not exist"
+                )
+        deadline = time.monotonic() + DUCKDB_LOCK_WAIT_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                conn = self.engine.connect()
+                if loc.backend == "postgresql":
+                    # driver autocommit, so that our own BEGIN (with its isolation level) opens the transaction
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                return conn
+            except sa.exc.DBAPIError as e:
+                if loc.backend == "duckdb" and _is_duckdb_lock(e.orig) and time.monotonic() < deadline:
+                    time.sleep(delay)
+                    delay = min(delay * 1.5, 1.0)
+                    continue
+                raise CatalogConnectionError(_connect_message(loc, e)) from e
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection with one consistent view of the catalog for several queries."""
+        begin = {"sqlite": "BEGIN", "postgresql": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+        with self._transaction(begin.get(self.location.backend), commit=False) as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: committed when the block ends, rolled back if it raises."""
+        # SQLite: take the write lock first, so writers queue instead of failing on lock upgrade
+        begin = {"sqlite": "BEGIN IMMEDIATE", "postgresql": "BEGIN"}
+        with self._transaction(begin.get(self.location.backend), commit=True) as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self, begin_sql: str | None, commit: bool) -> Iterator[Connection]:
+        # duckdb-engine opens the DBAPI transaction itself (begin_sql None); the others run in driver
+        # autocommit and get our explicit BEGIN
+        conn = self._raw_connect()
+        try:
+            if begin_sql:
+                conn.exec_driver_sql(begin_sql)
+            try:
+                yield conn
+            except BaseException:
+                self._end(conn, begin_sql, "ROLLBACK")
+                raise
+            self._end(conn, begin_sql, "COMMIT" if commit else "ROLLBACK")
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _end(conn: Connection, begin_sql: str | None, how: str) -> None:
+        if begin_sql:
+            conn.exec_driver_sql(how)
+        elif how == "COMMIT":
+            conn.commit()
+        else:
+            conn.rollback()
+
+    def dispose(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    # helpers -----------------------------------------------------------------------------------------------
+    def has_table(self, conn: Connection, name: str) -> bool:
+        """Whether a catalog table exists (used to tell a lake from another database)."""
+        schema = self.metadata_schema or self.dialect.default_schema
+        if self.location.backend == "sqlite":
+            row = conn.execute(
+                sa.text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :n"), {"n": name}
+            ).first()
+        else:
+            row = conn.execute(
+                sa.text(
+                    "SELECT 1 FROM information_schema.tables WHERE table_name = :n AND table_schema = :s"
+                ),
+                {"n": name, "s": schema},
+            ).first()
+        return row is not None
+
+    def query(self, conn: Connection, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Run one catalog query; '{p}' in the SQL becomes the metadata schema prefix."""
+        return list(conn.execute(sa.text(sql.replace("{p}", self.prefix)), dict(params or {})).fetchall())
+
+    def execute(self, conn: Connection, sql: str, params: Any = None) -> None:
+        """Run one catalog statement (params may be a list of dicts for executemany)."""
+        conn.execute(sa.text(sql.replace("{p}", self.prefix)), params if params is not None else {})
+
+
+def _is_duckdb_lock(orig: BaseException | None) -> bool:
+    import duckdb
+
+    # DuckDB reports a lock held by another process as an IOException when opening the file
+    return isinstance(orig, duckdb.IOException) and "lock" in str(orig).lower()
+
+
+def _connect_message(loc: CatalogLocation, e: sa.exc.DBAPIError) -> str:
+    cause = str(e.orig).strip().splitlines()[0] if e.orig is not None else str(e)
+    if loc.backend == "duckdb" and _is_duckdb_lock(e.orig):
+        return (
+            f"catalog {loc.render()!r} is locked by another process (a DuckDB session that has it attached?) "
+            f"and stayed locked for {DUCKDB_LOCK_WAIT_SECONDS:.0f}s: {cause}"
+        )
+    return f"cannot connect to catalog {loc.render()!r}: {cause}"

@@ -1,0 +1,216 @@
+"""DuckLake: create or open a lake, read it at any snapshot, and start transactions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from . import ddl
+from .catalog import CatalogDB
+from .catalog_url import CatalogLocation, parse_catalog
+from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
+from .paths import as_dir, to_local
+from .records import Snapshot
+from .state import LakeState, find_snapshot, list_snapshots, load_state
+
+if TYPE_CHECKING:
+    from .transaction import Transaction
+
+CREATED_BY = "dbt-ducklake"
+
+
+class DuckLake:
+    """One lake: a catalog database plus a data path. Cheap to hold; connections open per operation."""
+
+    def __init__(self, db: CatalogDB, data_path: str, options: dict[str, str]) -> None:
+        self.db = db
+        self.data_path = data_path
+        self.options = options  # global ducklake_metadata rows (version, data_path, encrypted, set_option values)
+
+    # opening -----------------------------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        catalog: str | CatalogLocation,
+        data_path: str,
+        *,
+        metadata_schema: str | None = None,
+        options: dict[str, str] | None = None,
+    ) -> DuckLake:
+        """Create a new spec-1.0 lake in an empty catalog database, the way DuckDB's extension initialises one.
+
+        Raises:
+            LakeExistsError: the database already holds a lake.
+            CatalogConnectionError: the database cannot be reached.
+        """
+        loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog
+        db = CatalogDB(loc, metadata_schema)
+        stored = _store_data_path(data_path)
+        with db.write() as conn:
+            if db.has_table(conn, "ducklake_metadata"):
+                raise LakeExistsError(f"catalog {loc.render()!r} already holds a DuckLake; open it instead")
+            if metadata_schema:
+                db.execute(conn, f"CREATE SCHEMA IF NOT EXISTS {db.prefix.rstrip('.')}")
+            for stmt in ddl.CATALOG_TABLES:
+                db.execute(conn, db.dialect.ddl(stmt.replace("{schema}", db.prefix)))
+            now = dt.datetime.now(dt.timezone.utc)
+            db.execute(
+                conn,
+                "INSERT INTO {p}ducklake_snapshot VALUES (0, " + _ts_sql(db) + ", 0, 1, 0)",
+                {"ts": db.dialect.timestamp_param(now)},
+            )
+            db.execute(
+                conn,
+                "INSERT INTO {p}ducklake_snapshot_changes VALUES (0, 'created_schema:\"main\"', NULL, NULL, NULL)",
+            )
+            rows = [("version", ddl.SPEC_VERSION), ("created_by", CREATED_BY), ("data_path", stored),
+                    ("encrypted", "false")]
+            rows += sorted((options or {}).items())
+            db.execute(conn, "INSERT INTO {p}ducklake_metadata (key, value) VALUES (:k, :v)",
+                       [{"k": k, "v": v} for k, v in rows])
+            db.execute(
+                conn,
+                "INSERT INTO {p}ducklake_schema VALUES (0, :u, 0, NULL, 'main', 'main/', :rel)",
+                {"u": db.dialect.uuid_param(uuid.uuid4()), "rel": db.dialect.bool_param(True)},
+            )
+        return cls.open(loc, metadata_schema=metadata_schema)
+
+    @classmethod
+    def open(
+        cls,
+        catalog: str | CatalogLocation,
+        *,
+        data_path: str | None = None,
+        metadata_schema: str | None = None,
+    ) -> DuckLake:
+        """Open an existing lake (written by this layer or by DuckDB 1.5). data_path overrides the stored one.
+
+        Raises:
+            CatalogConnectionError: the database cannot be reached.
+            NotALakeError: the database holds no DuckLake.
+            UnsupportedVersionError: the lake is of another spec version.
+        """
+        loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog
+        if loc.file_path and not os.path.exists(loc.file_path):
+            raise NotALakeError(f"catalog file {loc.file_path!r} does not exist (create the lake first)")
+        db = CatalogDB(loc, metadata_schema)
+        with db.read() as conn:
+            if not db.has_table(conn, "ducklake_metadata"):
+                raise NotALakeError(
+                    f"catalog {loc.render()!r} is not a DuckLake: it has no ducklake_metadata table"
+                )
+            options = {
+                k: v
+                for k, v in db.query(conn, "SELECT key, value FROM {p}ducklake_metadata WHERE scope IS NULL")
+            }
+        version = options.get("version")
+        if version != ddl.SPEC_VERSION:
+            raise UnsupportedVersionError(_version_message(loc, version))
+        if options.get("encrypted") == "true":
+            raise UnsupportedVersionError(
+                f"catalog {loc.render()!r} is an encrypted DuckLake; this layer cannot read or write encrypted files"
+            )
+        stored = options.get("data_path")
+        if data_path is None and not stored:
+            raise NotALakeError(f"catalog {loc.render()!r} has no data_path in ducklake_metadata")
+        resolved = as_dir(_resolve_data_path(data_path if data_path is not None else stored or ""))
+        return cls(db, resolved, options)
+
+    @classmethod
+    def open_or_create(cls, catalog: str | CatalogLocation, data_path: str, **kw: Any) -> DuckLake:
+        """Open the lake if the catalog holds one, else create it with this data path."""
+        loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog
+        db = CatalogDB(loc, kw.get("metadata_schema"))
+        exists = True
+        if loc.file_path and not os.path.exists(loc.file_path):
+            exists = False
+        else:
+            with db.read() as conn:
+                exists = db.has_table(conn, "ducklake_metadata")
+        if exists:
+            return cls.open(loc, metadata_schema=kw.get("metadata_schema"))
+        return cls.create(loc, data_path, **kw)
+
+    # reading -----------------------------------------------------------------------------------------------
+    def snapshot(self, version: int | None = None, *, timestamp: dt.datetime | None = None) -> LakeState:
+        """The lake at a snapshot: the latest, a version, or the last one at or before a timestamp.
+
+        Raises:
+            NoSuchSnapshotError: no such version (or it was expired), or the time is before the lake.
+        """
+        with self.db.read() as conn:
+            snap = find_snapshot(self.db, conn, version, timestamp)
+            return load_state(self.db, conn, snap, self.data_path)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot that exists, oldest first, with changes, author, message and extra info."""
+        with self.db.read() as conn:
+            return list_snapshots(self.db, conn)
+
+    def latest_snapshot_id(self) -> int:
+        with self.db.read() as conn:
+            return find_snapshot(self.db, conn).snapshot_id
+
+    def option(self, name: str, table_id: int | None = None, schema_id: int | None = None) -> str | None:
+        """A set_option value (table scope, then schema scope, then global), as DuckDB resolves it."""
+        with self.db.read() as conn:
+            rows = self.db.query(
+                conn,
+                "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = :k",
+                {"k": name},
+            )
+        found = {(r[0], r[1]): r[2] for r in rows}
+        for key in (("table", table_id), ("schema", schema_id), (None, None)):
+            if key in found:
+                return found[key]
+        return None
+
+    def transaction(self, **kw: Any) -> Transaction:
+        """Start staging changes; commit them as one snapshot (see Transaction)."""
+        from .transaction import Transaction
+
+        return Transaction(self, **kw)
+
+    def duckdb_attach(self, alias: str = "lake") -> str:
+        """The DuckDB statement that opens this lake: ATTACH 'ducklake:…' AS alias."""
+        return f"ATTACH '{self.db.location.duckdb_attach_target()}' AS {alias}"
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+def _ts_sql(db: CatalogDB) -> str:
+    return ":ts" if db.location.backend == "sqlite" else "CAST(:ts AS TIMESTAMPTZ)"
+
+
+def _store_data_path(data_path: str) -> str:
+    if not data_path:
+        raise ValueError("data_path is empty: give the directory (or URI) where the lake's files go")
+    if "://" in data_path and not data_path.startswith("file://"):
+        return as_dir(data_path)
+    local = os.path.abspath(os.path.expanduser(to_local(data_path)))
+    return as_dir(local)
+
+
+def _resolve_data_path(stored: str) -> str:
+    if "://" in stored:
+        return stored
+    # DuckDB resolves a relative data_path against the working directory
+    return os.path.abspath(stored) if not os.path.isabs(stored) else stored
+
+
+def _version_message(loc: CatalogLocation, version: str | None) -> str:
+    if version in ddl.OLDER_VERSIONS:
+        return (
+            f"catalog {loc.render()!r} holds a DuckLake of spec version {version} (written by DuckDB 1.4 or older); "
+            f"this adapter reads and writes spec {ddl.SPEC_VERSION} (DuckDB 1.5). Migrate it once with DuckDB 1.5: "
+            f"ATTACH '{loc.duckdb_attach_target()}' AS lake (AUTOMATIC_MIGRATION TRUE). Note that DuckDB's migration "
+            "drops 0.3 partial-file info, so time travel into files merged under 0.3 can return duplicate rows."
+        )
+    return (
+        f"catalog {loc.render()!r} holds a DuckLake of spec version {version!r}; this adapter reads and writes spec "
+        f"{ddl.SPEC_VERSION} only"
+    )
+

@@ -1,0 +1,99 @@
+"""Paths in a lake: joining data_path, schema, table and file parts; local file access; file names."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+from typing import Protocol
+
+
+def join_path(base: str, rel: str) -> str:
+    """base + rel, with exactly one '/' between them (DuckDB stores directory parts with a trailing '/')."""
+    if not base:
+        return rel
+    if not rel:
+        return base
+    return base.rstrip("/") + "/" + rel.lstrip("/")
+
+
+def as_dir(path: str) -> str:
+    """A directory path with its trailing '/', as DuckDB stores data_path and schema/table paths."""
+    return path if path.endswith("/") else path + "/"
+
+
+def to_local(path: str) -> str:
+    """A local file system path for 'file://…' URIs and plain paths."""
+    if path.startswith("file://"):
+        path = path[len("file://") :]
+        if path.startswith("localhost/"):
+            path = path[len("localhost") :]
+    return path
+
+
+def relative_to(path: str, base: str) -> str | None:
+    """path relative to the directory base, or None if it is not inside it."""
+    b = as_dir(base)
+    return path[len(b) :] if path.startswith(b) else None
+
+
+def uuid7() -> uuid.UUID:
+    """A time-ordered UUIDv7, as DuckDB names its files and objects."""
+    ms = time.time_ns() // 1_000_000
+    rand = secrets.randbits(74)
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return uuid.UUID(int=value)
+
+
+def data_file_name() -> str:
+    """A new data file name, 'ducklake-<uuidv7>.parquet'."""
+    return f"ducklake-{uuid7()}.parquet"
+
+
+def delete_file_name() -> str:
+    """A new delete file name, 'ducklake-<uuidv7>-delete.parquet'."""
+    return f"ducklake-{uuid7()}-delete.parquet"
+
+
+class FileIO(Protocol):
+    """Where the layer reads and writes lake files (the driver side: footers, delete files, cleanup)."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def size(self, path: str) -> int: ...
+
+    def open_input(self, path: str) -> object: ...
+
+    def makedirs(self, path: str) -> None: ...
+
+    def delete(self, path: str) -> None: ...
+
+
+class LocalFileIO:
+    """FileIO for local paths and file:// URIs."""
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(to_local(path))
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(to_local(path))
+
+    def open_input(self, path: str) -> object:
+        return open(to_local(path), "rb")  # noqa: SIM115 - the caller owns the handle
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(to_local(path), exist_ok=True)
+
+    def delete(self, path: str) -> None:
+        try:
+            os.remove(to_local(path))
+        except FileNotFoundError:
+            pass
+
+    def local_path(self, path: str) -> str:
+        return to_local(path)

@@ -1,0 +1,481 @@
+"""The lake as of one snapshot: schemas, tables, views, columns, partitioning, tags, files and stats.
+
+Every query here uses one visibility rule: a row is visible at snapshot S when
+begin_snapshot <= S AND (end_snapshot IS NULL OR S < end_snapshot).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from .catalog import CatalogDB
+from .errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError
+from .paths import join_path
+from .records import (
+    Column,
+    ColumnStats,
+    DataFile,
+    DeleteFile,
+    InlinedTable,
+    NameMapping,
+    PartitionField,
+    PartitionSpec,
+    SchemaInfo,
+    Snapshot,
+    TableColumnStats,
+    TableInfo,
+    TableStats,
+    ViewInfo,
+)
+
+
+def visible(alias: str = "", param: str = "s") -> str:
+    """The visibility predicate for rows of a catalog table (optionally aliased) at snapshot :s."""
+    a = f"{alias}." if alias else ""
+    return f"({a}begin_snapshot <= :{param} AND ({a}end_snapshot IS NULL OR :{param} < {a}end_snapshot))"
+
+
+SNAPSHOT_SELECT = """
+    SELECT s.snapshot_id, s.snapshot_time, s.schema_version, s.next_catalog_id, s.next_file_id,
+           c.changes_made, c.author, c.commit_message, c.commit_extra_info
+    FROM {p}ducklake_snapshot s LEFT JOIN {p}ducklake_snapshot_changes c USING (snapshot_id)
+"""
+
+
+def snapshot_from_row(db: CatalogDB, row: Sequence[Any]) -> Snapshot:
+    return Snapshot(
+        snapshot_id=row[0],
+        snapshot_time=db.dialect.read_timestamp(row[1]),
+        schema_version=row[2],
+        next_catalog_id=row[3],
+        next_file_id=row[4],
+        changes_made=row[5],
+        author=row[6],
+        commit_message=row[7],
+        commit_extra_info=row[8],
+    )
+
+
+def latest_snapshot(db: CatalogDB, conn: Connection) -> Snapshot:
+    """The newest snapshot of the lake."""
+    rows = db.query(conn, SNAPSHOT_SELECT + " WHERE s.snapshot_id = (SELECT max(snapshot_id) FROM {p}ducklake_snapshot)")
+    if not rows:
+        raise NoSuchSnapshotError("the lake has no snapshots at all (damaged catalog?)")
+    return snapshot_from_row(db, rows[0])
+
+
+def find_snapshot(
+    db: CatalogDB, conn: Connection, version: int | None = None, timestamp: dt.datetime | None = None
+) -> Snapshot:
+    """A snapshot by id, or the last one committed at or before a timestamp, or the latest.
+
+    Raises:
+        NoSuchSnapshotError: the version does not exist (never did, or was expired) or the time is before the lake.
+    """
+    if version is not None and timestamp is not None:
+        raise ValueError("give a snapshot version or a timestamp, not both")
+    if version is not None:
+        rows = db.query(conn, SNAPSHOT_SELECT + " WHERE s.snapshot_id = :v", {"v": int(version)})
+        if not rows:
+            latest = latest_snapshot(db, conn)
+            hint = "it was expired" if version < latest.snapshot_id else "it is newer than the latest"
+            raise NoSuchSnapshotError(
+                f"snapshot version {version} does not exist in the lake ({hint}; latest is {latest.snapshot_id})"
+            )
+        return snapshot_from_row(db, rows[0])
+    if timestamp is not None:
+        if timestamp.tzinfo is None:
+            timestamp = timestamp.replace(tzinfo=dt.timezone.utc)
+        rows = db.query(
+            conn,
+            SNAPSHOT_SELECT
+            + " WHERE s.snapshot_id = (SELECT max(snapshot_id) FROM {p}ducklake_snapshot WHERE snapshot_time <= "
+            + db.dialect.timestamp_literal_sql()
+            + ")",
+            {"ts": db.dialect.timestamp_param(timestamp)},
+        )
+        if not rows:
+            raise NoSuchSnapshotError(f"the lake has no snapshot at or before {timestamp.isoformat()}")
+        return snapshot_from_row(db, rows[0])
+    return latest_snapshot(db, conn)
+
+
+def list_snapshots(db: CatalogDB, conn: Connection) -> list[Snapshot]:
+    """All snapshots that still exist, oldest first, with their changes."""
+    return [snapshot_from_row(db, r) for r in db.query(conn, SNAPSHOT_SELECT + " ORDER BY s.snapshot_id")]
+
+
+def build_column_tree(rows: Iterable[Sequence[Any]]) -> tuple[Column, ...]:
+    """Columns from (column_id, column_order, name, type, initial_default, default_value, nulls_allowed, parent)."""
+    by_parent: dict[int | None, list[Sequence[Any]]] = defaultdict(list)
+    for r in rows:
+        by_parent[r[7]].append(r)
+
+    def build(parent: int | None) -> tuple[Column, ...]:
+        out = []
+        for r in sorted(by_parent.get(parent, []), key=lambda r: (r[1], r[0])):
+            default = r[5]
+            out.append(
+                Column(
+                    column_id=r[0],
+                    name=r[2],
+                    type=r[3].lower(),
+                    nullable=bool(r[6]) if r[6] is not None else True,
+                    initial_default=r[4],
+                    default_value=None if default in (None, "NULL") else default,
+                    children=build(r[0]),
+                )
+            )
+        return tuple(out)
+
+    return build(None)
+
+
+@dataclass
+class LakeState:
+    """The catalog as of one snapshot. Schemas, tables and views load at once; files load per table on demand."""
+
+    db: CatalogDB
+    snapshot: Snapshot
+    data_path: str
+    schemas: dict[str, SchemaInfo]
+    tables: dict[tuple[str, str], TableInfo]
+    views: dict[tuple[str, str], ViewInfo]
+    _files: dict[int, list[DataFile]] = field(default_factory=dict, repr=False)
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.snapshot.snapshot_id
+
+    # lookups -------------------------------------------------------------------------------------------------
+    def schema(self, name: str) -> SchemaInfo:
+        """The schema with this name. Raises NoSuchSchemaError."""
+        found = self.schemas.get(name) or _ci_get(self.schemas, name)
+        if found is None:
+            raise NoSuchSchemaError(f"schema {name!r} does not exist at snapshot {self.snapshot_id}")
+        return found
+
+    def table(self, schema: str, name: str) -> TableInfo:
+        """The table schema.name. Raises NoSuchTableError."""
+        found = self.tables.get((schema, name)) or _ci_get(self.tables, (schema, name))
+        if found is None:
+            raise NoSuchTableError(f"table {schema}.{name} does not exist at snapshot {self.snapshot_id}")
+        return found
+
+    def table_by_id(self, table_id: int) -> TableInfo:
+        for t in self.tables.values():
+            if t.table_id == table_id:
+                return t
+        raise NoSuchTableError(f"table id {table_id} does not exist at snapshot {self.snapshot_id}")
+
+    def view(self, schema: str, name: str) -> ViewInfo:
+        found = self.views.get((schema, name)) or _ci_get(self.views, (schema, name))
+        if found is None:
+            raise NoSuchTableError(f"view {schema}.{name} does not exist at snapshot {self.snapshot_id}")
+        return found
+
+    def find_relation(self, schema: str, name: str) -> TableInfo | ViewInfo | None:
+        """A table or a view by name, or None."""
+        return (
+            self.tables.get((schema, name))
+            or self.views.get((schema, name))
+            or _ci_get(self.tables, (schema, name))
+            or _ci_get(self.views, (schema, name))
+        )
+
+    def schema_by_id(self, schema_id: int) -> SchemaInfo:
+        for s in self.schemas.values():
+            if s.schema_id == schema_id:
+                return s
+        raise NoSuchSchemaError(f"schema id {schema_id} does not exist at snapshot {self.snapshot_id}")
+
+    def table_path(self, table: TableInfo) -> str:
+        """The table's directory: data_path + schema path + table path (each relative part joined)."""
+        schema = self.schema_by_id(table.schema_id)
+        base = join_path(self.data_path, schema.path) if schema.path_is_relative else schema.path
+        if not table.path:
+            return base
+        return join_path(base, table.path) if table.path_is_relative else table.path
+
+    # files -----------------------------------------------------------------------------------------------------
+    def files(self, table: TableInfo | int) -> list[DataFile]:
+        """The table's data files visible at this snapshot, with delete files, inlined deletes and stats."""
+        t = table if isinstance(table, TableInfo) else self.table_by_id(table)
+        if t.table_id not in self._files:
+            with self.db.read() as conn:
+                self._files[t.table_id] = load_files(self.db, conn, self, t)
+        return self._files[t.table_id]
+
+    def table_stats(self, table: TableInfo | int) -> TableStats | None:
+        """The table's ducklake_table_stats row (current, not versioned)."""
+        tid = table.table_id if isinstance(table, TableInfo) else table
+        with self.db.read() as conn:
+            rows = self.db.query(
+                conn,
+                "SELECT table_id, record_count, next_row_id, file_size_bytes FROM {p}ducklake_table_stats "
+                "WHERE table_id = :t",
+                {"t": tid},
+            )
+        return TableStats(*rows[0]) if rows else None
+
+    def table_column_stats(self, table: TableInfo | int) -> dict[int, TableColumnStats]:
+        tid = table.table_id if isinstance(table, TableInfo) else table
+        with self.db.read() as conn:
+            rows = self.db.query(
+                conn,
+                "SELECT table_id, column_id, contains_null, contains_nan, min_value, max_value "
+                "FROM {p}ducklake_table_column_stats WHERE table_id = :t",
+                {"t": tid},
+            )
+        rd = self.db.dialect.read_bool
+        return {r[1]: TableColumnStats(r[0], r[1], rd(r[2]), rd(r[3]), r[4], r[5]) for r in rows}
+
+    def inlined_tables(self, table: TableInfo | int) -> list[InlinedTable]:
+        """The table's inlined-data tables, each with the columns of its schema version."""
+        tid = table.table_id if isinstance(table, TableInfo) else table
+        with self.db.read() as conn:
+            return load_inlined_tables(self.db, conn, tid)
+
+    def name_mappings(self, table: TableInfo | int) -> dict[int, NameMapping]:
+        tid = table.table_id if isinstance(table, TableInfo) else table
+        with self.db.read() as conn:
+            return load_name_mappings(self.db, conn, tid)
+
+
+def _ci_get(d: dict[Any, Any], key: Any) -> Any:
+    """Case-insensitive lookup, as DuckDB resolves identifiers."""
+    low = tuple(k.lower() for k in key) if isinstance(key, tuple) else key.lower()
+    for k, v in d.items():
+        kl = tuple(x.lower() for x in k) if isinstance(k, tuple) else k.lower()
+        if kl == low:
+            return v
+    return None
+
+
+def load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: str) -> LakeState:
+    """Read schemas, tables (with columns, partitioning, tags) and views visible at the snapshot."""
+    p = {"s": snapshot.snapshot_id}
+    rd = db.dialect.read_bool
+    tags: dict[int, dict[str, str]] = defaultdict(dict)
+    for oid, k, v in db.query(conn, f"SELECT object_id, key, value FROM {{p}}ducklake_tag WHERE {visible()}", p):
+        if v is not None:
+            tags[oid][k] = v
+    ctags: dict[int, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for tid, cid, k, v in db.query(
+        conn, f"SELECT table_id, column_id, key, value FROM {{p}}ducklake_column_tag WHERE {visible()}", p
+    ):
+        if v is not None:
+            ctags[tid][cid][k] = v
+
+    schemas: dict[str, SchemaInfo] = {}
+    by_id: dict[int, SchemaInfo] = {}
+    for sid, suuid, name, path, rel, begin in db.query(
+        conn,
+        "SELECT schema_id, schema_uuid, schema_name, path, path_is_relative, begin_snapshot "
+        f"FROM {{p}}ducklake_schema WHERE {visible()}",
+        p,
+    ):
+        info = SchemaInfo(sid, db.dialect.read_uuid(suuid), name, path or "", rd(rel) is not False, begin, tags[sid])
+        schemas[name] = by_id[sid] = info
+
+    cols: dict[int, list[Sequence[Any]]] = defaultdict(list)
+    for r in db.query(
+        conn,
+        "SELECT table_id, column_id, column_order, column_name, column_type, initial_default, default_value, "
+        f"nulls_allowed, parent_column FROM {{p}}ducklake_column WHERE {visible()}",
+        p,
+    ):
+        cols[r[0]].append((r[1], r[2], r[3], r[4], r[5], r[6], rd(r[7]), r[8]))
+
+    parts: dict[int, PartitionSpec] = {}
+    for pid, tid, key_index, cid, transform in db.query(
+        conn,
+        "SELECT i.partition_id, i.table_id, c.partition_key_index, c.column_id, c.transform "
+        "FROM {p}ducklake_partition_info i JOIN {p}ducklake_partition_column c "
+        "ON c.partition_id = i.partition_id AND c.table_id = i.table_id "
+        f"WHERE {visible('i')} ORDER BY i.table_id, c.partition_key_index",
+        p,
+    ):
+        spec = parts.get(tid) or PartitionSpec(pid, ())
+        parts[tid] = PartitionSpec(pid, spec.fields + (PartitionField(key_index, cid, transform),))
+
+    tables: dict[tuple[str, str], TableInfo] = {}
+    for tid, tuuid, sid, name, path, rel, begin in db.query(
+        conn,
+        "SELECT table_id, table_uuid, schema_id, table_name, path, path_is_relative, begin_snapshot "
+        f"FROM {{p}}ducklake_table WHERE {visible()}",
+        p,
+    ):
+        schema = by_id.get(sid)
+        if schema is None:
+            continue
+        tables[(schema.name, name)] = TableInfo(
+            table_id=tid,
+            table_uuid=db.dialect.read_uuid(tuuid),
+            schema_id=sid,
+            schema_name=schema.name,
+            name=name,
+            path=path or "",
+            path_is_relative=rd(rel) is not False,
+            begin_snapshot=begin,
+            columns=build_column_tree(cols.get(tid, [])),
+            partition=parts.get(tid),
+            tags=tags[tid],
+            column_tags={k: dict(v) for k, v in ctags[tid].items()},
+        )
+
+    views: dict[tuple[str, str], ViewInfo] = {}
+    for vid, vuuid, sid, name, dialect, sql, aliases, begin in db.query(
+        conn,
+        "SELECT view_id, view_uuid, schema_id, view_name, dialect, sql, column_aliases, begin_snapshot "
+        f"FROM {{p}}ducklake_view WHERE {visible()}",
+        p,
+    ):
+        schema = by_id.get(sid)
+        if schema is None:
+            continue
+        views[(schema.name, name)] = ViewInfo(
+            vid, db.dialect.read_uuid(vuuid), sid, schema.name, name, dialect, sql, aliases or "", begin, tags[vid]
+        )
+    return LakeState(db, snapshot, data_path, schemas, tables, views)
+
+
+def load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:
+    """The data files of one table visible at the state's snapshot, fully described."""
+    p = {"s": state.snapshot_id, "t": table.table_id}
+    rd = db.dialect.read_bool
+    base = state.table_path(table)
+
+    def resolve(path: str, rel: Any) -> str:
+        return join_path(base, path) if rd(rel) is not False else path
+
+    stats: dict[int, list[ColumnStats]] = defaultdict(list)
+    for fid, cid, size, vc, nc, mn, mx, nan in db.query(
+        conn,
+        "SELECT st.data_file_id, st.column_id, st.column_size_bytes, st.value_count, st.null_count, st.min_value, "
+        "st.max_value, st.contains_nan FROM {p}ducklake_file_column_stats st JOIN {p}ducklake_data_file f "
+        f"ON f.data_file_id = st.data_file_id WHERE f.table_id = :t AND {visible('f')}",
+        p,
+    ):
+        stats[fid].append(ColumnStats(cid, size, vc, nc, mn, mx, rd(nan)))
+    pvals: dict[int, dict[int, str | None]] = defaultdict(dict)
+    for fid, key_index, value in db.query(
+        conn,
+        "SELECT pv.data_file_id, pv.partition_key_index, pv.partition_value FROM {p}ducklake_file_partition_value pv "
+        "JOIN {p}ducklake_data_file f ON f.data_file_id = pv.data_file_id "
+        f"WHERE f.table_id = :t AND {visible('f')}",
+        p,
+    ):
+        pvals[fid][key_index] = value
+    deletes: dict[int, DeleteFile] = {}
+    for r in db.query(
+        conn,
+        "SELECT delete_file_id, data_file_id, path, path_is_relative, delete_count, file_size_bytes, footer_size, "
+        f"begin_snapshot, partial_max, encryption_key FROM {{p}}ducklake_delete_file WHERE table_id = :t AND {visible()}",
+        p,
+    ):
+        deletes[r[1]] = DeleteFile(r[0], r[1], resolve(r[2], r[3]), r[2], rd(r[3]) is not False, r[4], r[5], r[6],
+                                   r[7], r[8], r[9])
+    inlined_del: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    if db.has_table(conn, f"ducklake_inlined_delete_{table.table_id}"):
+        for fid, row_id, begin in db.query(
+            conn,
+            f"SELECT file_id, row_id, begin_snapshot FROM {{p}}ducklake_inlined_delete_{table.table_id} "
+            "WHERE begin_snapshot <= :s ORDER BY file_id, row_id",
+            p,
+        ):
+            inlined_del[fid].append((row_id, begin))
+    files = []
+    for r in db.query(
+        conn,
+        "SELECT data_file_id, path, path_is_relative, record_count, file_size_bytes, footer_size, row_id_start, "
+        "begin_snapshot, partition_id, mapping_id, partial_max, file_order, encryption_key "
+        f"FROM {{p}}ducklake_data_file WHERE table_id = :t AND {visible()} ORDER BY file_order, data_file_id",
+        p,
+    ):
+        fid = r[0]
+        pv = pvals.get(fid, {})
+        files.append(
+            DataFile(
+                data_file_id=fid,
+                table_id=table.table_id,
+                path=resolve(r[1], r[2]),
+                stored_path=r[1],
+                path_is_relative=rd(r[2]) is not False,
+                record_count=r[3],
+                file_size_bytes=r[4],
+                footer_size=r[5],
+                row_id_start=r[6],
+                begin_snapshot=r[7],
+                partition_id=r[8],
+                mapping_id=r[9],
+                partial_max=r[10],
+                file_order=r[11],
+                encryption_key=r[12],
+                partition_values=tuple(pv[k] for k in sorted(pv)),
+                stats=tuple(sorted(stats.get(fid, []), key=lambda s: s.column_id)),
+                delete_file=deletes.get(fid),
+                inlined_deletes=tuple(inlined_del.get(fid, [])),
+            )
+        )
+    return files
+
+
+_INLINED_RE = re.compile(r"^ducklake_inlined_data_(\d+)_(\d+)$")
+
+
+def load_inlined_tables(db: CatalogDB, conn: Connection, table_id: int) -> list[InlinedTable]:
+    """The inlined-data tables of a table, each with the column tree at its schema version."""
+    out = []
+    for tid, name, version in db.query(
+        conn,
+        "SELECT table_id, table_name, schema_version FROM {p}ducklake_inlined_data_tables WHERE table_id = :t "
+        "ORDER BY schema_version",
+        {"t": table_id},
+    ):
+        if not db.has_table(conn, name):
+            continue
+        begin = db.query(
+            conn,
+            "SELECT min(begin_snapshot) FROM {p}ducklake_schema_versions WHERE table_id = :t AND schema_version = :v",
+            {"t": table_id, "v": version},
+        )[0][0]
+        if begin is None:  # no schema_versions row: fall back to the first snapshot with that schema version
+            begin = db.query(
+                conn, "SELECT min(snapshot_id) FROM {p}ducklake_snapshot WHERE schema_version = :v", {"v": version}
+            )[0][0]
+        rows = db.query(
+            conn,
+            "SELECT column_id, column_order, column_name, column_type, initial_default, default_value, nulls_allowed,"
+            f" parent_column FROM {{p}}ducklake_column WHERE table_id = :t AND {visible()}",
+            {"t": table_id, "s": begin},
+        )
+        columns = build_column_tree((r[0], r[1], r[2], r[3], r[4], r[5], db.dialect.read_bool(r[6]), r[7]) for r in rows)
+        out.append(InlinedTable(tid, name, version, columns))
+    return out
+
+
+def load_name_mappings(db: CatalogDB, conn: Connection, table_id: int) -> dict[int, NameMapping]:
+    """The name mappings of a table, by mapping id."""
+    entries: dict[int, list[tuple[int, str, int, int | None, bool]]] = defaultdict(list)
+    for mid, cid, src, target, parent, part in db.query(
+        conn,
+        "SELECT n.mapping_id, n.column_id, n.source_name, n.target_field_id, n.parent_column, n.is_partition "
+        "FROM {p}ducklake_name_mapping n JOIN {p}ducklake_column_mapping m ON m.mapping_id = n.mapping_id "
+        "WHERE m.table_id = :t ORDER BY n.mapping_id, n.column_id",
+        {"t": table_id},
+    ):
+        entries[mid].append((cid, src, target, parent, bool(db.dialect.read_bool(part))))
+    out = {}
+    for mid, tid, typ in db.query(
+        conn, "SELECT mapping_id, table_id, type FROM {p}ducklake_column_mapping WHERE table_id = :t", {"t": table_id}
+    ):
+        out[mid] = NameMapping(mid, tid, typ, tuple(entries.get(mid, [])))
+    return out

@@ -1,0 +1,76 @@
+"""Shared fixtures: catalog locations on every backend, a data path, and the session's PostgreSQL server.
+
+Nothing here imports pyspark or dbt: these fixtures must work while the adapter is still being written.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import postgres
+
+CATALOG_BACKENDS = [
+    pytest.param("duckdb", id="duckdb"),
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
+FILE_CATALOG_BACKENDS = [
+    pytest.param("duckdb", id="duckdb"),
+    pytest.param("sqlite", id="sqlite"),
+]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[postgres.PostgresServer]:
+    """The session's PostgreSQL server; started on first use only (or $DUCKLAKE_TEST_PG_URL's server)."""
+    try:
+        server = postgres.start()
+    except postgres.PostgresUnavailable as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _database_name(request: pytest.FixtureRequest) -> str:
+    """A unique, readable database name: the test's name (sanitised) plus a random suffix."""
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40] or "t"
+    return f"{stem}_{uuid.uuid4().hex[:10]}"
+
+
+def _catalog_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if backend == "duckdb":
+        return f"duckdb:///{tmp_path}/metadata.ducklake"
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path}/metadata.sqlite"
+    if backend == "postgres":
+        server: postgres.PostgresServer = request.getfixturevalue("pg_server")
+        return server.create_database(_database_name(request))
+    raise AssertionError(f"unknown catalog backend {backend!r}")
+
+
+@pytest.fixture(params=CATALOG_BACKENDS)
+def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh catalog location on each backend: duckdb:///…/metadata.ducklake, sqlite:///…/metadata.sqlite,
+    or postgresql://postgres@127.0.0.1:<port>/<new database>."""
+    return _catalog_url(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=FILE_CATALOG_BACKENDS)
+def file_catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Like `catalog_url` but only the file backends (DuckDB, SQLite)."""
+    return _catalog_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def data_path(tmp_path: Path) -> str:
+    """An existing, empty directory for the lake's data files, as a string ending in '/'."""
+    path = tmp_path / "data"
+    path.mkdir(exist_ok=True)
+    return str(path) + "/"
