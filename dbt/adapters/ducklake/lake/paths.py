@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -90,10 +91,8 @@ class LocalFileIO:
         os.makedirs(to_local(path), exist_ok=True)
 
     def delete(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(to_local(path))
-        except FileNotFoundError:
-            pass
 
     def local_path(self, path: str) -> str:
         return to_local(path)

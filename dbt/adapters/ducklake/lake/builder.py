@@ -1,0 +1,561 @@
+"""Turns staged operations into the catalog rows of one snapshot, as the reference writes them.
+
+A CatalogBuilder starts from the latest state of the lake and the counters of its latest snapshot. Each operation
+validates itself against the builder's working catalog and appends SQL statements; the same operations replayed on a
+fresh builder give the rows of a retried commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from .catalog import CatalogDB
+from .errors import (
+    NoSuchSchemaError,
+    NoSuchTableError,
+    SchemaExistsError,
+    TableExistsError,
+)
+from .paths import relative_to, uuid7
+from .records import Column, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
+from .state import LakeState
+
+
+def quote(name: str) -> str:
+    """A name in a change string: double-quoted, '"' doubled (DuckDB's KeywordHelper::WriteQuoted)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class ChangeSet:
+    """What a commit changed, in the categories DuckDB's change strings and conflict rules use."""
+
+    created_schemas: list[str] = field(default_factory=list)
+    dropped_schemas: set[int] = field(default_factory=set)
+    created_tables: list[tuple[str, str, bool]] = field(default_factory=list)  # (schema, name, is_view)
+    dropped_tables: set[int] = field(default_factory=set)
+    dropped_views: set[int] = field(default_factory=set)
+    inserted_tables: set[int] = field(default_factory=set)
+    deleted_tables: set[int] = field(default_factory=set)
+    altered_tables: set[int] = field(default_factory=set)
+    altered_views: set[int] = field(default_factory=set)
+    inlined_inserted: set[int] = field(default_factory=set)
+    inlined_deleted: set[int] = field(default_factory=set)
+    deleted_files: set[int] = field(default_factory=set)  # data files we delete rows from (for conflict checks)
+
+    def render(self) -> str:
+        """The ducklake_snapshot_changes.changes_made string, in the reference's order."""
+        parts = [f"dropped_schema:{i}" for i in sorted(self.dropped_schemas)]
+        parts += [f"dropped_table:{i}" for i in sorted(self.dropped_tables)]
+        parts += [f"dropped_view:{i}" for i in sorted(self.dropped_views)]
+        parts += [f"created_schema:{quote(s)}" for s in self.created_schemas]
+        parts += [
+            f"created_{'view' if is_view else 'table'}:{quote(s)}.{quote(n)}" for s, n, is_view in self.created_tables
+        ]
+        parts += [f"inserted_into_table:{i}" for i in sorted(self.inserted_tables)]
+        parts += [f"deleted_from_table:{i}" for i in sorted(self.deleted_tables)]
+        parts += [f"altered_table:{i}" for i in sorted(self.altered_tables)]
+        parts += [f"altered_view:{i}" for i in sorted(self.altered_views)]
+        parts += [f"inlined_insert:{i}" for i in sorted(self.inlined_inserted)]
+        parts += [f"inlined_delete:{i}" for i in sorted(self.inlined_deleted)]
+        return ",".join(parts)
+
+    @property
+    def empty(self) -> bool:
+        return not self.render()
+
+
+@dataclass
+class StatsDelta:
+    """Changes to one table's ducklake_table_stats / ducklake_table_column_stats rows."""
+
+    record_count: int = 0
+    file_size_bytes: int = 0
+    rows_added: int = 0  # next_row_id advance
+    columns: dict[int, TableColumnStats] = field(default_factory=dict)
+
+
+class CatalogBuilder:
+    """The working catalog of one commit attempt, and the statements that record it."""
+
+    def __init__(self, db: CatalogDB, conn: Connection, latest: LakeState) -> None:
+        self.db = db
+        self.conn = conn
+        self.latest = latest
+        snap = latest.snapshot
+        self.snapshot_id = snap.snapshot_id + 1
+        self.base_schema_version = snap.schema_version
+        self.next_catalog_id = snap.next_catalog_id
+        self.next_file_id = snap.next_file_id
+        self.schemas: dict[str, SchemaInfo] = dict(latest.schemas)
+        self.tables: dict[tuple[str, str], TableInfo] = dict(latest.tables)
+        self.views: dict[tuple[str, str], ViewInfo] = dict(latest.views)
+        self.statements: list[tuple[str, Any]] = []
+        self.changes = ChangeSet()
+        self.schema_changed = False
+        self.schema_version_tables: set[int] = set()  # tables that get a ducklake_schema_versions row
+        self.stats: dict[int, StatsDelta] = {}
+        self.now = dt.datetime.now(dt.timezone.utc)
+        self.written_files: list[str] = []  # files this attempt wrote (removed if it fails)
+        self.created_table_ids: set[int] = set()
+
+    # ids and statements ------------------------------------------------------------------------------------
+    def catalog_id(self) -> int:
+        cid = self.next_catalog_id
+        self.next_catalog_id += 1
+        return cid
+
+    def file_id(self) -> int:
+        fid = self.next_file_id
+        self.next_file_id += 1
+        return fid
+
+    def add(self, sql: str, params: Any = None) -> None:
+        self.statements.append((sql, params))
+
+    def end_rows(self, table: str, where: str, params: dict[str, Any]) -> None:
+        """Set end_snapshot on the live rows of a catalog table that match."""
+        self.add(
+            f"UPDATE {{p}}{table} SET end_snapshot = :sid WHERE end_snapshot IS NULL AND {where}",
+            {**params, "sid": self.snapshot_id},
+        )
+
+    def ddl_change(self, table_id: int | None = None, schema_row: bool = True) -> None:
+        """Record a schema change: a new schema_version, and a schema_versions row for the table if asked."""
+        self.schema_changed = True
+        if table_id is not None and schema_row:
+            self.schema_version_tables.add(table_id)
+
+    @property
+    def schema_version(self) -> int:
+        return self.base_schema_version + (1 if self.schema_changed else 0)
+
+    # lookups -------------------------------------------------------------------------------------------------
+    def schema(self, name: str) -> SchemaInfo:
+        found = self.schemas.get(name) or _ci(self.schemas, name)
+        if found is None:
+            raise NoSuchSchemaError(f"schema {name!r} does not exist")
+        return found
+
+    def table(self, schema: str, name: str) -> TableInfo:
+        found = self.tables.get((schema, name)) or _ci(self.tables, (schema, name))
+        if found is None:
+            raise NoSuchTableError(f"table {schema}.{name} does not exist")
+        return found
+
+    def table_by_id(self, table_id: int) -> TableInfo:
+        for t in self.tables.values():
+            if t.table_id == table_id:
+                return t
+        raise NoSuchTableError(f"table id {table_id} does not exist (was it dropped by another writer?)")
+
+    def view(self, schema: str, name: str) -> ViewInfo:
+        found = self.views.get((schema, name)) or _ci(self.views, (schema, name))
+        if found is None:
+            raise NoSuchTableError(f"view {schema}.{name} does not exist")
+        return found
+
+    def check_free(self, schema: str, name: str) -> None:
+        if _ci(self.tables, (schema, name)) is not None:
+            raise TableExistsError(f"table {schema}.{name} already exists")
+        if _ci(self.views, (schema, name)) is not None:
+            raise TableExistsError(f"a view {schema}.{name} already exists")
+
+    # schemas -----------------------------------------------------------------------------------------------
+    def create_schema(self, name: str) -> SchemaInfo:
+        if _ci(self.schemas, name) is not None:
+            raise SchemaExistsError(f"schema {name!r} already exists")
+        sid = self.catalog_id()
+        info = SchemaInfo(sid, str(uuid7()), name, name + "/", True, self.snapshot_id)
+        self.add(
+            "INSERT INTO {p}ducklake_schema VALUES (:id, :u, :sid, NULL, :n, :path, :rel)",
+            {"id": sid, "u": self.db.dialect.uuid_param(info.schema_uuid), "sid": self.snapshot_id, "n": name,
+             "path": info.path, "rel": self.db.dialect.bool_param(True)},
+        )
+        self.schemas[name] = info
+        self.changes.created_schemas.append(name)
+        self.ddl_change()
+        return info
+
+    def drop_schema(self, name: str, cascade: bool) -> None:
+        info = self.schema(name)
+        members = [t for t in self.tables.values() if t.schema_id == info.schema_id]
+        views = [v for v in self.views.values() if v.schema_id == info.schema_id]
+        if (members or views) and not cascade:
+            names = ", ".join(sorted([t.name for t in members] + [v.name for v in views]))
+            raise SchemaExistsError(f"schema {info.name!r} is not empty ({names}); drop it with cascade")
+        for t in members:
+            self.drop_table(t)
+        for v in views:
+            self.drop_view(v)
+        self.end_rows("ducklake_schema", "schema_id = :id", {"id": info.schema_id})
+        del self.schemas[info.name]
+        self.changes.dropped_schemas.add(info.schema_id)
+        self.ddl_change()
+
+    # tables --------------------------------------------------------------------------------------------------
+    def create_table(
+        self, schema: str, name: str, columns: Sequence[Column], partition: Sequence[tuple[str, str]] | None
+    ) -> TableInfo:
+        s = self.schema(schema)
+        self.check_free(s.name, name)
+        tid = self.catalog_id()
+        cols = assign_column_ids(columns, 1)
+        info = TableInfo(tid, str(uuid7()), s.schema_id, s.name, name, name + "/", True, self.snapshot_id, cols)
+        self.add(
+            "INSERT INTO {p}ducklake_table VALUES (:id, :u, :sid, NULL, :schema, :n, :path, :rel)",
+            {"id": tid, "u": self.db.dialect.uuid_param(info.table_uuid), "sid": self.snapshot_id,
+             "schema": s.schema_id, "n": name, "path": info.path, "rel": self.db.dialect.bool_param(True)},
+        )
+        self.insert_columns(tid, cols, None)
+        self.tables[(s.name, name)] = info
+        self.created_table_ids.add(tid)
+        self.changes.created_tables.append((s.name, name, False))
+        self.ddl_change(tid)
+        if partition:
+            info = self.set_partitioning(info, partition, announce=False)
+        return info
+
+    def insert_columns(self, table_id: int, columns: Sequence[Column], parent: int | None) -> None:
+        rows: list[dict[str, Any]] = []
+
+        def walk(col: Column, parent_id: int | None) -> None:
+            rows.append(self.column_row(table_id, col, parent_id))
+            for child in col.children:
+                walk(child, col.column_id)
+
+        for c in columns:
+            walk(c, parent)
+        if rows:
+            self.add(
+                "INSERT INTO {p}ducklake_column VALUES (:cid, :sid, NULL, :tid, :ord, :name, :type, :init, :dflt, "
+                ":nulls, :parent, :dtype, 'duckdb')",
+                rows,
+            )
+
+    def column_row(self, table_id: int, col: Column, parent: int | None) -> dict[str, Any]:
+        return {
+            "cid": col.column_id, "sid": self.snapshot_id, "tid": table_id, "ord": col.column_id, "name": col.name,
+            "type": col.type, "init": col.initial_default,
+            "dflt": col.default_value if col.default_value is not None else "NULL",
+            "nulls": self.db.dialect.bool_param(col.nullable), "parent": parent,
+            "dtype": "" if col.is_nested else "literal",
+        }
+
+    def replace_table(self, old: TableInfo, new: TableInfo) -> TableInfo:
+        del self.tables[(old.schema_name, old.name)]
+        self.tables[(new.schema_name, new.name)] = new
+        return new
+
+    def drop_table(self, info: TableInfo) -> None:
+        for catalog_table in ("ducklake_table", "ducklake_partition_info", "ducklake_column", "ducklake_column_tag",
+                              "ducklake_data_file", "ducklake_delete_file", "ducklake_sort_info"):
+            self.end_rows(catalog_table, "table_id = :id", {"id": info.table_id})
+        self.end_rows("ducklake_tag", "object_id = :id", {"id": info.table_id})
+        del self.tables[(info.schema_name, info.name)]
+        self.changes.dropped_tables.add(info.table_id)
+        self.ddl_change()
+
+    def rename_table(self, info: TableInfo, new_name: str) -> TableInfo:
+        self.check_free(info.schema_name, new_name)
+        self.end_rows("ducklake_table", "table_id = :id", {"id": info.table_id})
+        self.add(
+            "INSERT INTO {p}ducklake_table VALUES (:id, :u, :sid, NULL, :schema, :n, :path, :rel)",
+            {"id": info.table_id, "u": self.db.dialect.uuid_param(info.table_uuid), "sid": self.snapshot_id,
+             "schema": info.schema_id, "n": new_name, "path": info.path,
+             "rel": self.db.dialect.bool_param(info.path_is_relative)},
+        )
+        self.changes.created_tables.append((info.schema_name, new_name, False))
+        self.ddl_change(info.table_id)
+        return self.replace_table(info, replace(info, name=new_name))
+
+    def set_partitioning(
+        self, info: TableInfo, fields: Sequence[tuple[str, str]] | None, announce: bool = True
+    ) -> TableInfo:
+        if info.partition is not None:
+            self.end_rows("ducklake_partition_info", "table_id = :id", {"id": info.table_id})
+        spec = None
+        if fields:
+            from .records import PartitionField, PartitionSpec
+
+            pid = self.catalog_id()
+            pf = tuple(PartitionField(i, info.column(c).column_id, t) for i, (c, t) in enumerate(fields))
+            spec = PartitionSpec(pid, pf)
+            self.add(
+                "INSERT INTO {p}ducklake_partition_info VALUES (:pid, :tid, :sid, NULL)",
+                {"pid": pid, "tid": info.table_id, "sid": self.snapshot_id},
+            )
+            self.add(
+                "INSERT INTO {p}ducklake_partition_column VALUES (:pid, :tid, :k, :cid, :tr)",
+                [{"pid": pid, "tid": info.table_id, "k": f.key_index, "cid": f.column_id, "tr": f.transform}
+                 for f in pf],
+            )
+        if announce:
+            self.altered(info.table_id)
+        return self.replace_table(info, replace(info, partition=spec))
+
+    def altered(self, table_id: int, schema_row: bool = True) -> None:
+        if table_id not in self.created_table_ids:
+            self.changes.altered_tables.add(table_id)
+        self.ddl_change(table_id, schema_row)
+
+    # columns -------------------------------------------------------------------------------------------------
+    def add_column(self, info: TableInfo, column: Column) -> TableInfo:
+        if any(c.name.lower() == column.name.lower() for c in info.columns):
+            raise TableExistsError(f"table {info.schema_name}.{info.name} already has a column {column.name!r}")
+        (col,) = assign_column_ids([column], info.max_column_id() + 1)
+        self.insert_columns(info.table_id, [col], None)
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=info.columns + (col,)))
+
+    def drop_column(self, info: TableInfo, name: str) -> TableInfo:
+        col = info.column(name)
+        if len(info.columns) == 1:
+            from .errors import SchemaEvolutionError
+
+            raise SchemaEvolutionError(f"cannot drop {name!r}: it is the only column of {info.schema_name}.{info.name}")
+        if info.partition and any(f.column_id == col.column_id for f in info.partition.fields):
+            from .errors import SchemaEvolutionError
+
+            raise SchemaEvolutionError(f"cannot drop {name!r}: table {info.name} is partitioned by it")
+        ids = [c.column_id for c in col.walk()]
+        for cid in ids:
+            self.end_rows("ducklake_column", "table_id = :t AND column_id = :c", {"t": info.table_id, "c": cid})
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=tuple(c for c in info.columns if c is not col)))
+
+    def replace_column(self, info: TableInfo, old: Column, new: Column) -> TableInfo:
+        """End a column's row and insert its new version (same id): rename, type, default, nullability."""
+        self.end_rows("ducklake_column", "table_id = :t AND column_id = :c", {"t": info.table_id, "c": old.column_id})
+        parent = _parent_of(info.columns, old.column_id)
+        self.add(
+            "INSERT INTO {p}ducklake_column VALUES (:cid, :sid, NULL, :tid, :ord, :name, :type, :init, :dflt, "
+            ":nulls, :parent, :dtype, 'duckdb')",
+            self.column_row(info.table_id, new, parent),
+        )
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=_swap(info.columns, old.column_id, new)))
+
+    # views ---------------------------------------------------------------------------------------------------
+    def create_view(self, schema: str, name: str, sql: str, dialect: str, aliases: Sequence[str]) -> ViewInfo:
+        s = self.schema(schema)
+        self.check_free(s.name, name)
+        vid = self.catalog_id()
+        alias_text = ",".join(quote(a) for a in aliases)
+        info = ViewInfo(vid, str(uuid7()), s.schema_id, s.name, name, dialect, sql, alias_text, self.snapshot_id)
+        self.insert_view(info)
+        self.views[(s.name, name)] = info
+        self.changes.created_tables.append((s.name, name, True))
+        self.ddl_change()
+        return info
+
+    def insert_view(self, info: ViewInfo) -> None:
+        self.add(
+            "INSERT INTO {p}ducklake_view VALUES (:id, :u, :sid, NULL, :schema, :n, :d, :sql, :a)",
+            {"id": info.view_id, "u": self.db.dialect.uuid_param(info.view_uuid), "sid": self.snapshot_id,
+             "schema": info.schema_id, "n": info.name, "d": info.dialect, "sql": info.sql, "a": info.column_aliases},
+        )
+
+    def drop_view(self, info: ViewInfo) -> None:
+        self.end_rows("ducklake_view", "view_id = :id", {"id": info.view_id})
+        self.end_rows("ducklake_tag", "object_id = :id", {"id": info.view_id})
+        del self.views[(info.schema_name, info.name)]
+        self.changes.dropped_views.add(info.view_id)
+        self.ddl_change()
+
+    def rename_view(self, info: ViewInfo, new_name: str) -> ViewInfo:
+        self.check_free(info.schema_name, new_name)
+        self.end_rows("ducklake_view", "view_id = :id", {"id": info.view_id})
+        new = replace(info, name=new_name, begin_snapshot=self.snapshot_id)
+        self.insert_view(new)
+        del self.views[(info.schema_name, info.name)]
+        self.views[(info.schema_name, new_name)] = new
+        self.changes.created_tables.append((info.schema_name, new_name, True))
+        self.ddl_change()
+        return new
+
+    # comments and tags ---------------------------------------------------------------------------------------
+    def set_tag(self, object_id: int, key: str, value: str | None, is_view: bool) -> None:
+        self.end_rows("ducklake_tag", "object_id = :id AND key = :k", {"id": object_id, "k": key})
+        if value is not None:
+            self.add(
+                "INSERT INTO {p}ducklake_tag VALUES (:id, :sid, NULL, :k, :v)",
+                {"id": object_id, "sid": self.snapshot_id, "k": key, "v": value},
+            )
+        if is_view:
+            self.changes.altered_views.add(object_id)
+            self.ddl_change()
+        else:
+            self.altered(object_id, schema_row=False)
+
+    def set_column_tag(self, info: TableInfo, column_id: int, key: str, value: str | None) -> None:
+        self.end_rows(
+            "ducklake_column_tag", "table_id = :t AND column_id = :c AND key = :k",
+            {"t": info.table_id, "c": column_id, "k": key},
+        )
+        if value is not None:
+            self.add(
+                "INSERT INTO {p}ducklake_column_tag VALUES (:t, :c, :sid, NULL, :k, :v)",
+                {"t": info.table_id, "c": column_id, "sid": self.snapshot_id, "k": key, "v": value},
+            )
+        self.altered(info.table_id, schema_row=False)
+
+    # stats ---------------------------------------------------------------------------------------------------
+    def stats_delta(self, table_id: int) -> StatsDelta:
+        return self.stats.setdefault(table_id, StatsDelta())
+
+    def data_path_relative(self, path: str) -> tuple[str, bool]:
+        """A path as files_scheduled_for_deletion stores it: relative to data_path when inside it."""
+        rel = relative_to(path, self.latest.data_path)
+        return (rel, True) if rel is not None else (path, False)
+
+    def finish(self, author: str | None, message: str | None, extra: str | None) -> list[tuple[str, Any]]:
+        """The complete statement list: snapshot row, change rows, stats, schema versions, snapshot changes."""
+        out: list[tuple[str, Any]] = [
+            (
+                "INSERT INTO {p}ducklake_snapshot VALUES (:sid, " + _ts(self.db) + ", :sv, :nci, :nfi)",
+                {"sid": self.snapshot_id, "ts": self.db.dialect.timestamp_param(self.now), "sv": self.schema_version,
+                 "nci": self.next_catalog_id, "nfi": self.next_file_id},
+            )
+        ]
+        out += self.statements
+        out += self.stats_statements()
+        if self.schema_version_tables:
+            out.append((
+                "INSERT INTO {p}ducklake_schema_versions VALUES (:sid, :sv, :tid)",
+                [{"sid": self.snapshot_id, "sv": self.schema_version, "tid": t}
+                 for t in sorted(self.schema_version_tables)],
+            ))
+        out.append((
+            "INSERT INTO {p}ducklake_snapshot_changes VALUES (:sid, :c, :a, :m, :x)",
+            {"sid": self.snapshot_id, "c": self.changes.render(), "a": author, "m": message, "x": extra},
+        ))
+        return out
+
+    def stats_statements(self) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = []
+        rd = self.db.dialect.read_bool
+        bp = self.db.dialect.bool_param
+        for tid, delta in sorted(self.stats.items()):
+            if tid in self.changes.dropped_tables:
+                continue
+            row = self.db.query(
+                self.conn,
+                "SELECT record_count, next_row_id, file_size_bytes FROM {p}ducklake_table_stats WHERE table_id = :t",
+                {"t": tid},
+            )
+            if not row:
+                out.append((
+                    "INSERT INTO {p}ducklake_table_stats VALUES (:t, :rc, :nr, :fs)",
+                    {"t": tid, "rc": delta.record_count, "nr": delta.rows_added, "fs": delta.file_size_bytes},
+                ))
+                if delta.columns:
+                    out.append((
+                        "INSERT INTO {p}ducklake_table_column_stats VALUES (:t, :c, :cn, :nan, :mn, :mx, NULL)",
+                        [{"t": tid, "c": c.column_id, "cn": bp(c.contains_null), "nan": bp(c.contains_nan),
+                          "mn": c.min_value, "mx": c.max_value} for c in delta.columns.values()],
+                    ))
+                continue
+            rc, nr, fs = row[0]
+            out.append((
+                "UPDATE {p}ducklake_table_stats SET record_count = :rc, file_size_bytes = :fs, next_row_id = :nr "
+                "WHERE table_id = :t",
+                {"t": tid, "rc": rc + delta.record_count, "nr": nr + delta.rows_added, "fs": fs + delta.file_size_bytes},
+            ))
+            existing = {
+                r[0]: TableColumnStats(tid, r[0], rd(r[1]), rd(r[2]), r[3], r[4])
+                for r in self.db.query(
+                    self.conn,
+                    "SELECT column_id, contains_null, contains_nan, min_value, max_value "
+                    "FROM {p}ducklake_table_column_stats WHERE table_id = :t",
+                    {"t": tid},
+                )
+            }
+            updates = []
+            for cid, new in delta.columns.items():
+                if cid not in existing:
+                    continue  # like the reference: columns added after the stats row was made get no row
+                merged = merge_table_stats(existing[cid], new, self.column_type(tid, cid))
+                updates.append({"t": tid, "c": cid, "cn": bp(merged.contains_null), "nan": bp(merged.contains_nan),
+                                "mn": merged.min_value, "mx": merged.max_value})
+            if updates:
+                out.append((
+                    "UPDATE {p}ducklake_table_column_stats SET contains_null = :cn, contains_nan = :nan, "
+                    "min_value = :mn, max_value = :mx WHERE table_id = :t AND column_id = :c",
+                    updates,
+                ))
+        return out
+
+    def column_type(self, table_id: int, column_id: int) -> str:
+        return self.table_by_id(table_id).column_by_id(column_id).type
+
+
+def merge_table_stats(a: TableColumnStats, b: TableColumnStats, type_: str) -> TableColumnStats:
+    """Widen table-level stats a with b (typed min/max comparison; NULL bound = unknown stays unknown)."""
+    from .types import compare_values
+
+    def pick(x: str | None, y: str | None, want: int) -> str | None:
+        if x is None or y is None:
+            return None
+        try:
+            return x if compare_values(type_, x, y) * want >= 0 else y
+        except (ValueError, TypeError):
+            return None
+
+    return TableColumnStats(
+        a.table_id,
+        a.column_id,
+        None if a.contains_null is None or b.contains_null is None else (a.contains_null or b.contains_null),
+        None if a.contains_nan is None and b.contains_nan is None else bool(a.contains_nan or b.contains_nan),
+        pick(a.min_value, b.min_value, -1),
+        pick(a.max_value, b.max_value, 1),
+    )
+
+
+def assign_column_ids(columns: Sequence[Column], first: int) -> tuple[Column, ...]:
+    """Give columns ids depth first, parent before children, starting at first (as DuckDB numbers them)."""
+    counter = [first]
+
+    def assign(col: Column) -> Column:
+        cid = counter[0]
+        counter[0] += 1
+        kids = tuple(assign(c) for c in col.children)
+        return replace(col, column_id=cid, children=kids)
+
+    return tuple(assign(c) for c in columns)
+
+
+def _parent_of(columns: Sequence[Column], column_id: int) -> int | None:
+    for top in columns:
+        for node in top.walk():
+            if any(ch.column_id == column_id for ch in node.children):
+                return node.column_id
+    return None
+
+
+def _swap(columns: Sequence[Column], column_id: int, new: Column) -> tuple[Column, ...]:
+    def sw(c: Column) -> Column:
+        if c.column_id == column_id:
+            return new
+        return replace(c, children=tuple(sw(ch) for ch in c.children)) if c.children else c
+
+    return tuple(sw(c) for c in columns)
+
+
+def _ci(d: dict[Any, Any], key: Any) -> Any:
+    if key in d:
+        return d[key]
+    low = tuple(k.lower() for k in key) if isinstance(key, tuple) else key.lower()
+    for k, v in d.items():
+        if (tuple(x.lower() for x in k) if isinstance(k, tuple) else k.lower()) == low:
+            return v
+    return None
+
+
+def _ts(db: CatalogDB) -> str:
+    return ":ts" if db.location.backend == "sqlite" else "CAST(:ts AS TIMESTAMPTZ)"

@@ -1,0 +1,75 @@
+"""Positional delete files, laid out as the reference writes and reads them (read by position and type)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .paths import to_local
+
+FILE_PATH_FIELD_ID = 2147483646
+POS_FIELD_ID = 2147483645
+SNAPSHOT_FIELD_ID = 2147483539
+ROW_ID_FIELD_ID = 2147483540
+SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
+ROW_ID_COLUMN = "_ducklake_internal_row_id"
+
+
+def _field(name: str, type_: pa.DataType, field_id: int) -> pa.Field:
+    return pa.field(name, type_, nullable=True, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+
+@dataclass(frozen=True)
+class DeletePositions:
+    """The deleted positions of one data file, each with the snapshot that deleted it."""
+
+    positions: tuple[int, ...]
+    snapshots: tuple[int, ...]
+
+
+def read_delete_file(path: str, begin_snapshot: int) -> DeletePositions:
+    """Positions (and per-position snapshots, or begin_snapshot for files without that column) of a delete file."""
+    table = pq.read_table(to_local(path))
+    pos = table.column(1).to_pylist()
+    snaps = table.column(2).to_pylist() if table.num_columns >= 3 else [begin_snapshot] * len(pos)
+    return DeletePositions(tuple(pos), tuple(snaps))
+
+
+def merge_positions(existing: DeletePositions | None, new: Iterable[int], snapshot_id: int) -> DeletePositions:
+    """All deletes of a data file after this commit: the old ones (kept with their snapshots) plus the new ones."""
+    merged: dict[int, int] = {}
+    if existing is not None:
+        merged.update(zip(existing.positions, existing.snapshots, strict=True))
+    for p in new:
+        merged.setdefault(int(p), snapshot_id)
+    order = sorted(merged)
+    return DeletePositions(tuple(order), tuple(merged[p] for p in order))
+
+
+def write_delete_file(path: str, data_file_path: str, deletes: DeletePositions, with_snapshots: bool) -> tuple[int, int]:
+    """Write a delete file (file_path, pos[, _ducklake_internal_snapshot_id]); returns (size, footer_size)."""
+    n = len(deletes.positions)
+    fields = [_field("file_path", pa.string(), FILE_PATH_FIELD_ID), _field("pos", pa.int64(), POS_FIELD_ID)]
+    arrays = [pa.array([data_file_path] * n, pa.string()), pa.array(deletes.positions, pa.int64())]
+    if with_snapshots:
+        fields.append(_field(SNAPSHOT_COLUMN, pa.int64(), SNAPSHOT_FIELD_ID))
+        arrays.append(pa.array(deletes.snapshots, pa.int64()))
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    local = to_local(path)
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    pq.write_table(table, local, compression="snappy")
+    return os.path.getsize(local), footer_size(local)
+
+
+def footer_size(path: str) -> int:
+    """The Parquet footer length: the little-endian int32 before the trailing 'PAR1'."""
+    with open(to_local(path), "rb") as fh:
+        fh.seek(-8, os.SEEK_END)
+        tail = fh.read(8)
+    if tail[4:] != b"PAR1":
+        raise ValueError(f"{path} is not a Parquet file (no PAR1 magic at the end)")
+    return int.from_bytes(tail[:4], "little")

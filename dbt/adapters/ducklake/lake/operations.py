@@ -1,0 +1,437 @@
+"""Staged operations. Each applies itself to a CatalogBuilder; the commit replays them on the latest state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .builder import CatalogBuilder
+from .datafiles import DataFileSpec
+from .deletes import merge_positions, read_delete_file, write_delete_file
+from .errors import CommitConflictError, InvalidDataFileError, SchemaEvolutionError
+from .paths import delete_file_name, join_path, relative_to
+from .records import Column, DataFile, TableColumnStats
+from .state import load_files
+
+# The type changes DuckLake allows without rewriting files (the reference's ALTER COLUMN TYPE promotions).
+PROMOTIONS: dict[str, tuple[str, ...]] = {
+    "int8": ("int16", "int32", "int64"),
+    "int16": ("int32", "int64"),
+    "int32": ("int64",),
+    "uint8": ("uint16", "uint32", "uint64", "int16", "int32", "int64"),
+    "uint16": ("uint32", "uint64", "int32", "int64"),
+    "uint32": ("uint64", "int64"),
+    "float32": ("float64",),
+}
+
+
+class Operation:
+    """A staged change. ddl operations also run at staging time, so later operations see their effect."""
+
+    ddl = True
+
+    def apply(self, b: CatalogBuilder) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class CreateSchema(Operation):
+    name: str
+    if_not_exists: bool = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.if_not_exists and self.name.lower() in (s.lower() for s in b.schemas):
+            return
+        b.create_schema(self.name)
+
+
+@dataclass
+class DropSchema(Operation):
+    name: str
+    cascade: bool = False
+    if_exists: bool = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.if_exists and self.name.lower() not in (s.lower() for s in b.schemas):
+            return
+        b.drop_schema(self.name, self.cascade)
+
+
+@dataclass
+class CreateTable(Operation):
+    schema: str
+    name: str
+    columns: tuple[Column, ...]
+    partition: tuple[tuple[str, str], ...] | None = None
+    comment: str | None = None
+    replace: bool = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.replace:
+            old = b.tables.get((self.schema, self.name))
+            if old is not None:
+                b.drop_table(old)
+            view = b.views.get((self.schema, self.name))
+            if view is not None:
+                b.drop_view(view)
+        info = b.create_table(self.schema, self.name, self.columns, self.partition)
+        if self.comment is not None:
+            b.set_tag(info.table_id, "comment", self.comment, is_view=False)
+
+
+@dataclass
+class DropTable(Operation):
+    schema: str
+    name: str
+    if_exists: bool = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.if_exists and (self.schema, self.name) not in b.tables:
+            return
+        b.drop_table(b.table(self.schema, self.name))
+
+
+@dataclass
+class RenameTable(Operation):
+    schema: str
+    name: str
+    new_name: str
+
+    def apply(self, b: CatalogBuilder) -> None:
+        b.rename_table(b.table(self.schema, self.name), self.new_name)
+
+
+@dataclass
+class SetPartitioning(Operation):
+    schema: str
+    name: str
+    fields: tuple[tuple[str, str], ...] | None
+
+    def apply(self, b: CatalogBuilder) -> None:
+        b.set_partitioning(b.table(self.schema, self.name), self.fields)
+
+
+@dataclass
+class AddColumn(Operation):
+    schema: str
+    table: str
+    column: Column
+
+    def apply(self, b: CatalogBuilder) -> None:
+        b.add_column(b.table(self.schema, self.table), self.column)
+
+
+@dataclass
+class DropColumn(Operation):
+    schema: str
+    table: str
+    column: str
+
+    def apply(self, b: CatalogBuilder) -> None:
+        b.drop_column(b.table(self.schema, self.table), self.column)
+
+
+@dataclass
+class AlterColumn(Operation):
+    """Rename, change type (promotion only), set/drop default, set/drop NOT NULL of a top-level column."""
+
+    schema: str
+    table: str
+    column: str
+    new_name: str | None = None
+    new_type: str | None = None
+    default: str | None = None
+    set_default: bool = False
+    nullable: bool | None = None
+
+    def apply(self, b: CatalogBuilder) -> None:
+        info = b.table(self.schema, self.table)
+        old = info.column(self.column)
+        new = old
+        if self.new_name is not None and self.new_name != old.name:
+            if any(c.name.lower() == self.new_name.lower() for c in info.columns if c is not old):
+                raise SchemaEvolutionError(f"table {info.name} already has a column {self.new_name!r}")
+            new = replace(new, name=self.new_name)
+        if self.new_type is not None:
+            from .types import parse_type
+
+            target = parse_type(self.new_type)
+            if target != old.type:
+                if old.is_nested or target not in PROMOTIONS.get(old.type, ()):
+                    allowed = ", ".join(PROMOTIONS.get(old.type, ())) or "none"
+                    raise SchemaEvolutionError(
+                        f"cannot change column {info.name}.{old.name} from {old.type} to {target}: DuckLake only "
+                        f"widens types without rewriting files (allowed from {old.type}: {allowed})"
+                    )
+                new = replace(new, type=target)
+        if self.set_default:
+            new = replace(new, default_value=self.default)
+        if self.nullable is not None:
+            new = replace(new, nullable=self.nullable)
+        if new != old:
+            b.replace_column(info, old, new)
+
+
+@dataclass
+class SetComment(Operation):
+    schema: str
+    name: str
+    comment: str | None
+    column: str | None = None
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.column is None and (self.schema, self.name) in b.views:
+            b.set_tag(b.view(self.schema, self.name).view_id, "comment", self.comment, is_view=True)
+            return
+        info = b.table(self.schema, self.name)
+        if self.column is None:
+            b.set_tag(info.table_id, "comment", self.comment, is_view=False)
+        else:
+            b.set_column_tag(info, info.column(self.column).column_id, "comment", self.comment)
+
+
+@dataclass
+class CreateView(Operation):
+    schema: str
+    name: str
+    sql: str
+    dialect: str = "duckdb"
+    column_aliases: tuple[str, ...] = ()
+    replace: bool = False
+    comment: str | None = None
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.replace:
+            old = b.views.get((self.schema, self.name))
+            if old is not None:
+                b.drop_view(old)
+        info = b.create_view(self.schema, self.name, self.sql, self.dialect, self.column_aliases)
+        if self.comment is not None:
+            b.set_tag(info.view_id, "comment", self.comment, is_view=True)
+
+
+@dataclass
+class DropView(Operation):
+    schema: str
+    name: str
+    if_exists: bool = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if self.if_exists and (self.schema, self.name) not in b.views:
+            return
+        b.drop_view(b.view(self.schema, self.name))
+
+
+@dataclass
+class RenameView(Operation):
+    schema: str
+    name: str
+    new_name: str
+
+    def apply(self, b: CatalogBuilder) -> None:
+        b.rename_view(b.view(self.schema, self.name), self.new_name)
+
+
+# data ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AddDataFiles(Operation):
+    schema: str
+    table: str
+    files: tuple[DataFileSpec, ...]
+    ddl = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        info = b.table(self.schema, self.table)
+        nkeys = len(info.partition.fields) if info.partition else 0
+        table_dir = b.latest.table_path(info) if info.table_id in _live_ids(b) else _new_table_dir(b, info)
+        delta = b.stats_delta(info.table_id)
+        next_row_id = _next_row_id(b, info.table_id) + delta.rows_added
+        rows, stats_rows, pv_rows = [], [], []
+        leaf_ids = {c.column_id for top in info.columns for c in top.leaves()}
+        for spec in self.files:
+            if len(spec.partition_values) != nkeys:
+                raise InvalidDataFileError(
+                    f"{spec.path}: table {info.schema_name}.{info.name} has {nkeys} partition keys but the file "
+                    f"gives {len(spec.partition_values)} partition values"
+                )
+            fid = b.file_id()
+            rel = relative_to(spec.path, table_dir)
+            mapping_id = _add_name_mapping(b, info.table_id, spec) if spec.name_mapping is not None else None
+            rows.append({
+                "fid": fid, "tid": info.table_id, "sid": b.snapshot_id,
+                "path": rel if rel is not None else spec.path, "rel": b.db.dialect.bool_param(rel is not None),
+                "rc": spec.record_count, "size": spec.file_size_bytes, "footer": spec.footer_size,
+                "rid": next_row_id, "pid": info.partition.partition_id if info.partition else None,
+                "mid": mapping_id,
+            })
+            next_row_id += spec.record_count
+            delta.rows_added += spec.record_count
+            delta.record_count += spec.record_count
+            delta.file_size_bytes += spec.file_size_bytes
+            for st in spec.stats:
+                if st.column_id not in leaf_ids:
+                    continue
+                stats_rows.append({
+                    "fid": fid, "tid": info.table_id, "cid": st.column_id, "size": st.column_size_bytes,
+                    "vc": st.value_count, "nc": st.null_count, "mn": st.min_value, "mx": st.max_value,
+                    "nan": b.db.dialect.bool_param(st.contains_nan),
+                })
+                new = TableColumnStats(info.table_id, st.column_id,
+                                       None if st.null_count is None else st.null_count > 0,
+                                       st.contains_nan, st.min_value, st.max_value)
+                old = delta.columns.get(st.column_id)
+                if old is None:
+                    delta.columns[st.column_id] = new
+                else:
+                    from .builder import merge_table_stats
+
+                    delta.columns[st.column_id] = merge_table_stats(old, new, b.column_type(info.table_id, st.column_id))
+            for k, v in enumerate(spec.partition_values):
+                pv_rows.append({"fid": fid, "tid": info.table_id, "k": k, "v": v})
+        b.add(
+            "INSERT INTO {p}ducklake_data_file VALUES (:fid, :tid, :sid, NULL, NULL, :path, :rel, 'parquet', :rc, "
+            ":size, :footer, :rid, :pid, NULL, :mid, NULL)",
+            rows,
+        )
+        if stats_rows:
+            b.add(
+                "INSERT INTO {p}ducklake_file_column_stats VALUES (:fid, :tid, :cid, :size, :vc, :nc, :mn, :mx, :nan, "
+                "NULL)",
+                stats_rows,
+            )
+        if pv_rows:
+            b.add("INSERT INTO {p}ducklake_file_partition_value VALUES (:fid, :tid, :k, :v)", pv_rows)
+        if self.files:
+            b.changes.inserted_tables.add(info.table_id)
+
+
+@dataclass
+class DeleteRows(Operation):
+    """Delete rows of one data file by position (0-based row number in the file)."""
+
+    schema: str
+    table: str
+    data_file_id: int
+    positions: tuple[int, ...]
+    ddl = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        info = b.table(self.schema, self.table)
+        f = _live_file(b, info.table_id, self.data_file_id)
+        bad = [p for p in self.positions if p < 0 or p >= f.record_count]
+        if bad:
+            raise ValueError(
+                f"delete positions {bad[:5]} are outside data file {f.data_file_id} ({f.record_count} rows)"
+            )
+        existing = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot) if f.delete_file else None
+        already = set(existing.positions if existing else ()) | {p for p, _ in f.inlined_deletes}
+        new = sorted(set(self.positions) - already)
+        if not new:
+            return
+        b.changes.deleted_tables.add(info.table_id)
+        b.changes.deleted_files.add(f.data_file_id)
+        if len(already) + len(new) >= f.record_count:
+            # every row gone: the reference ends the data file and writes no delete file
+            b.end_rows("ducklake_data_file", "data_file_id = :f", {"f": f.data_file_id})
+            b.end_rows("ducklake_delete_file", "data_file_id = :f", {"f": f.data_file_id})
+            return
+        merged = merge_positions(existing, new, b.snapshot_id)
+        directory = f.path.rsplit("/", 1)[0]
+        path = join_path(directory, delete_file_name())
+        size, footer = write_delete_file(path, f.path, merged, with_snapshots=existing is not None)
+        b.written_files.append(path)
+        table_dir = b.latest.table_path(info)
+        rel = relative_to(path, table_dir)
+        did = b.file_id()
+        b.add(
+            "INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :begin, NULL, :fid, :path, :rel, 'parquet', :n, "
+            ":size, :footer, NULL, :pmax)",
+            {"did": did, "tid": info.table_id, "begin": min(merged.snapshots) if existing else b.snapshot_id,
+             "fid": f.data_file_id, "path": rel if rel is not None else path,
+             "rel": b.db.dialect.bool_param(rel is not None), "n": len(merged.positions), "size": size,
+             "footer": footer, "pmax": b.snapshot_id if existing else None},
+        )
+        if existing is not None and f.delete_file is not None:
+            # 1.0 style: the new file holds every delete with its snapshot; the old row goes, its file is scheduled
+            old = f.delete_file
+            b.add("DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": old.delete_file_id})
+            spath, srel = b.data_path_relative(old.path)
+            b.add(
+                "INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:d, :path, :rel, " + _ts(b) + ")",
+                {"d": old.delete_file_id, "path": spath, "rel": b.db.dialect.bool_param(srel),
+                 "ts": b.db.dialect.timestamp_param(b.now)},
+            )
+
+
+@dataclass
+class DeleteInlinedRows(Operation):
+    """Delete rows that live in the table's inlined-data tables, by row id."""
+
+    schema: str
+    table: str
+    row_ids: tuple[int, ...]
+    ddl = False
+
+    def apply(self, b: CatalogBuilder) -> None:
+        info = b.table(self.schema, self.table)
+        names = [r[0] for r in b.db.query(
+            b.conn, "SELECT table_name FROM {p}ducklake_inlined_data_tables WHERE table_id = :t", {"t": info.table_id}
+        )]
+        ids = sorted(set(self.row_ids))
+        if not ids or not names:
+            return
+        for name in names:
+            if not b.db.has_table(b.conn, name):
+                continue
+            b.add(
+                f"UPDATE {{p}}{name} SET end_snapshot = :sid WHERE end_snapshot IS NULL AND row_id = :r",
+                [{"sid": b.snapshot_id, "r": r} for r in ids],
+            )
+        b.changes.inlined_deleted.add(info.table_id)
+
+
+def _live_ids(b: CatalogBuilder) -> set[int]:
+    return {t.table_id for t in b.latest.tables.values()}
+
+
+def _new_table_dir(b: CatalogBuilder, info: object) -> str:
+    from .records import TableInfo
+
+    assert isinstance(info, TableInfo)
+    schema = b.schemas[info.schema_name]
+    base = join_path(b.latest.data_path, schema.path) if schema.path_is_relative else schema.path
+    return join_path(base, info.path)
+
+
+def _next_row_id(b: CatalogBuilder, table_id: int) -> int:
+    rows = b.db.query(b.conn, "SELECT next_row_id FROM {p}ducklake_table_stats WHERE table_id = :t", {"t": table_id})
+    return rows[0][0] if rows else 0
+
+
+def _live_file(b: CatalogBuilder, table_id: int, data_file_id: int) -> DataFile:
+    cache: dict[int, list[DataFile]] = b.__dict__.setdefault("_files", {})
+    if table_id not in cache:
+        cache[table_id] = load_files(b.db, b.conn, b.latest, b.table_by_id(table_id))
+    for f in cache[table_id]:
+        if f.data_file_id == data_file_id:
+            return f
+    raise CommitConflictError(
+        f"data file {data_file_id} of table id {table_id} is no longer live (another writer compacted or dropped it)"
+    )
+
+
+def _add_name_mapping(b: CatalogBuilder, table_id: int, spec: DataFileSpec) -> int:
+    mid = b.file_id()
+    b.add("INSERT INTO {p}ducklake_column_mapping VALUES (:m, :t, 'map_by_name')", {"m": mid, "t": table_id})
+    b.add(
+        "INSERT INTO {p}ducklake_name_mapping VALUES (:m, :c, :src, :target, :parent, :part)",
+        [{"m": mid, "c": i, "src": src, "target": target, "parent": parent,
+          "part": b.db.dialect.bool_param(part)} for i, (src, target, parent, part) in enumerate(spec.name_mapping or ())],
+    )
+    return mid
+
+
+def _ts(b: CatalogBuilder) -> str:
+    return ":ts" if b.db.location.backend == "sqlite" else "CAST(:ts AS TIMESTAMPTZ)"
+

@@ -1,0 +1,256 @@
+"""Transactions: stage changes against a snapshot, then commit them as ONE snapshot with the reference's retries."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from . import operations as ops
+from .builder import CatalogBuilder
+from .conflicts import check_conflicts
+from .datafiles import DataFileSpec
+from .errors import CommitConflictError, DuckLakeError, TransactionClosedError
+from .paths import LocalFileIO
+from .records import Column, Snapshot, TableInfo, ViewInfo
+from .state import LakeState, find_snapshot, latest_snapshot, load_state
+
+if TYPE_CHECKING:
+    from .lake import DuckLake
+
+# The reference's retry policy (ducklake_max_retry_count, ducklake_retry_wait_ms, ducklake_retry_backoff).
+MAX_RETRIES = 10
+RETRY_WAIT_SECONDS = 0.1
+RETRY_BACKOFF = 1.5
+
+
+class Transaction:
+    """Changes staged against a base snapshot; `commit()` writes them as one snapshot, or nothing at all.
+
+    Usable as a context manager: commits on a clean exit, discards on an exception.
+    """
+
+    def __init__(
+        self,
+        lake: DuckLake,
+        *,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+        base_snapshot: int | None = None,
+    ) -> None:
+        self.lake = lake
+        self.author = author
+        self.commit_message = commit_message
+        self.commit_extra_info = commit_extra_info
+        self.base: LakeState = lake.snapshot(base_snapshot)
+        self._ops: list[ops.Operation] = []
+        self._staged = CatalogBuilder(lake.db, None, self.base)  # type: ignore[arg-type]
+        self._closed = False
+        self.committed: Snapshot | None = None
+
+    # context manager --------------------------------------------------------------------------------------------
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None and not self._closed:
+            self.commit()
+        else:
+            self._closed = True
+
+    # the staged view --------------------------------------------------------------------------------------------
+    def table(self, schema: str, name: str) -> TableInfo:
+        """The table as this transaction has it (with staged columns)."""
+        return self._staged.table(schema, name)
+
+    def view(self, schema: str, name: str) -> ViewInfo:
+        return self._staged.view(schema, name)
+
+    def has_schema(self, name: str) -> bool:
+        return any(s.lower() == name.lower() for s in self._staged.schemas)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._ops
+
+    def _stage(self, op: ops.Operation) -> None:
+        if self._closed:
+            raise TransactionClosedError("this transaction has already been committed or abandoned")
+        if op.ddl:
+            op.apply(self._staged)  # validates now, with a clear error, before anything is written
+        else:
+            # data operations run at commit; here they only check the table and note what they touch
+            info = self._staged.table(op.schema, op.table)  # type: ignore[attr-defined]
+            changes = self._staged.changes
+            if isinstance(op, ops.AddDataFiles):
+                changes.inserted_tables.add(info.table_id)
+            elif isinstance(op, ops.DeleteRows):
+                changes.deleted_tables.add(info.table_id)
+                changes.deleted_files.add(op.data_file_id)
+            elif isinstance(op, ops.DeleteInlinedRows):
+                changes.inlined_deleted.add(info.table_id)
+        self._ops.append(op)
+
+    # DDL ----------------------------------------------------------------------------------------------------------
+    def create_schema(self, name: str, *, if_not_exists: bool = False) -> None:
+        """CREATE SCHEMA. Raises SchemaExistsError."""
+        self._stage(ops.CreateSchema(name, if_not_exists))
+
+    def drop_schema(self, name: str, *, cascade: bool = False, if_exists: bool = False) -> None:
+        """DROP SCHEMA [CASCADE]. Raises NoSuchSchemaError, SchemaExistsError (not empty)."""
+        self._stage(ops.DropSchema(name, cascade, if_exists))
+
+    def create_table(
+        self,
+        schema: str,
+        name: str,
+        columns: Sequence[Column],
+        *,
+        partition_by: Sequence[tuple[str, str]] | None = None,
+        comment: str | None = None,
+        replace: bool = False,
+    ) -> TableInfo:
+        """CREATE [OR REPLACE] TABLE with DuckLake columns (ids are assigned here); returns the staged table."""
+        from .types import parse_type
+
+        for col in columns:
+            for node in col.walk():
+                parse_type(node.type)  # raises UnsupportedTypeError naming the type
+        self._stage(ops.CreateTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
+                                    comment, replace))
+        return self.table(schema, name)
+
+    def drop_table(self, schema: str, name: str, *, if_exists: bool = False) -> None:
+        self._stage(ops.DropTable(schema, name, if_exists))
+
+    def rename_table(self, schema: str, name: str, new_name: str) -> None:
+        self._stage(ops.RenameTable(schema, name, new_name))
+
+    def set_partitioning(self, schema: str, name: str, fields: Sequence[tuple[str, str]] | None) -> None:
+        """Set (or with None, remove) the partition spec: [(column, transform)], transform identity|year|…|bucket(N)."""
+        self._stage(ops.SetPartitioning(schema, name, tuple(fields) if fields else None))
+
+    def add_column(self, schema: str, table: str, column: Column) -> None:
+        """ADD COLUMN; column.initial_default is what older files read, default_value the DEFAULT."""
+        from .types import parse_type
+
+        for node in column.walk():
+            parse_type(node.type)
+        self._stage(ops.AddColumn(schema, table, column))
+
+    def drop_column(self, schema: str, table: str, column: str) -> None:
+        self._stage(ops.DropColumn(schema, table, column))
+
+    def rename_column(self, schema: str, table: str, column: str, new_name: str) -> None:
+        self._stage(ops.AlterColumn(schema, table, column, new_name=new_name))
+
+    def alter_column_type(self, schema: str, table: str, column: str, new_type: str) -> None:
+        """Widen a column's type (int8→…→int64, uint→wider, float32→float64). Raises SchemaEvolutionError."""
+        self._stage(ops.AlterColumn(schema, table, column, new_type=new_type))
+
+    def set_column_default(self, schema: str, table: str, column: str, default: str | None) -> None:
+        self._stage(ops.AlterColumn(schema, table, column, default=default, set_default=True))
+
+    def set_column_nullable(self, schema: str, table: str, column: str, nullable: bool) -> None:
+        self._stage(ops.AlterColumn(schema, table, column, nullable=nullable))
+
+    def set_comment(self, schema: str, name: str, comment: str | None, *, column: str | None = None) -> None:
+        """COMMENT ON TABLE/VIEW/COLUMN (None removes it)."""
+        self._stage(ops.SetComment(schema, name, comment, column))
+
+    def create_view(
+        self,
+        schema: str,
+        name: str,
+        sql: str,
+        *,
+        dialect: str = "duckdb",
+        column_aliases: Sequence[str] = (),
+        replace: bool = False,
+        comment: str | None = None,
+    ) -> None:
+        self._stage(ops.CreateView(schema, name, sql, dialect, tuple(column_aliases), replace, comment))
+
+    def drop_view(self, schema: str, name: str, *, if_exists: bool = False) -> None:
+        self._stage(ops.DropView(schema, name, if_exists))
+
+    def rename_view(self, schema: str, name: str, new_name: str) -> None:
+        self._stage(ops.RenameView(schema, name, new_name))
+
+    # data ---------------------------------------------------------------------------------------------------------
+    def add_data_files(self, schema: str, table: str, files: Iterable[DataFileSpec]) -> None:
+        """Register written Parquet files as new rows of the table."""
+        self._stage(ops.AddDataFiles(schema, table, tuple(files)))
+
+    def delete_rows(self, schema: str, table: str, data_file_id: int, positions: Iterable[int]) -> None:
+        """Delete rows of a data file by 0-based position (merge-on-read: a delete file, or the whole file)."""
+        self._stage(ops.DeleteRows(schema, table, data_file_id, tuple(int(p) for p in positions)))
+
+    def delete_inlined_rows(self, schema: str, table: str, row_ids: Iterable[int]) -> None:
+        """Delete rows stored in the table's inlined-data tables, by row id."""
+        self._stage(ops.DeleteInlinedRows(schema, table, tuple(int(r) for r in row_ids)))
+
+    # commit -------------------------------------------------------------------------------------------------------
+    def commit(self) -> Snapshot | None:
+        """Write every staged change as one snapshot; None if nothing was staged.
+
+        Raises:
+            CommitConflictError: another writer committed a conflicting change (the reference's rules).
+            CommitStateUnknownError: the catalog failed while committing; the outcome is unknown.
+        """
+        if self._closed:
+            raise TransactionClosedError("this transaction has already been committed or abandoned")
+        self._closed = True
+        if not self._ops:
+            return None
+        db = self.lake.db
+        fileio = LocalFileIO()
+        for attempt in range(MAX_RETRIES + 1):
+            builder: CatalogBuilder | None = None
+            try:
+                with db.write() as conn:
+                    latest_snap = latest_snapshot(db, conn)
+                    if latest_snap.snapshot_id != self.base.snapshot_id:
+                        check_conflicts(db, conn, self.base.snapshot_id, self._staged.changes)
+                    latest = load_state(db, conn, latest_snap, self.lake.data_path)
+                    builder = CatalogBuilder(db, conn, latest)
+                    for op in self._ops:
+                        op.apply(builder)
+                    for sql, params in builder.finish(self.author, self.commit_message, self.commit_extra_info):
+                        db.execute(conn, sql, params)
+                    snap_id = builder.snapshot_id
+                with db.read() as conn:
+                    self.committed = find_snapshot(db, conn, snap_id)
+                return self.committed
+            except sa.exc.DBAPIError as e:
+                _remove(fileio, builder)
+                if not db.dialect.is_conflict(e.orig) or attempt >= MAX_RETRIES:
+                    if db.dialect.is_conflict(e.orig):
+                        raise CommitConflictError(
+                            f"commit failed after {MAX_RETRIES} retries: other writers kept committing first"
+                        ) from e
+                    raise
+                time.sleep(RETRY_WAIT_SECONDS * (RETRY_BACKOFF**attempt) * (0.5 + random.random() / 2))
+            except DuckLakeError:
+                _remove(fileio, builder)
+                raise
+            except BaseException:
+                _remove(fileio, builder)
+                raise
+        raise AssertionError("unreachable")
+
+    def abandon(self) -> None:
+        """Discard the staged changes."""
+        self._closed = True
+
+
+def _remove(fileio: LocalFileIO, builder: CatalogBuilder | None) -> None:
+    # only files this attempt wrote and no catalog row references: the attempt definitely failed
+    if builder is not None:
+        for path in builder.written_files:
+            fileio.delete(path)
+
