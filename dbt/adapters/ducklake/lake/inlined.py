@@ -1,0 +1,130 @@
+"""Rows stored inline in the catalog (ducklake_inlined_data_<tid>_<schema_version>), read as Arrow.
+
+DuckDB keeps native types in a DuckDB catalog and its own text format for other types on SQLite/PostgreSQL; the
+text is turned back into values with DuckDB's own casts (duckdb is already a dependency for DuckDB-file catalogs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .records import Column, InlinedTable, TableInfo
+from .state import LakeState
+from .types import decimal_params, parse_value, to_arrow
+
+_SCALAR_SQL = {
+    "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT",
+    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "uint128": "UHUGEINT",
+    "float32": "FLOAT", "float64": "DOUBLE", "varchar": "VARCHAR", "boolean": "BOOLEAN", "date": "DATE",
+    "time": "TIME", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ",
+    "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS", "timestamp_ns": "TIMESTAMP_NS",
+    "interval": "INTERVAL", "blob": "BLOB", "uuid": "UUID", "json": "VARCHAR",
+}
+
+
+def duckdb_sql_type(col: Column) -> str:
+    """The DuckDB SQL type of a DuckLake column tree."""
+    if col.type == "list":
+        return duckdb_sql_type(col.children[0]) + "[]"
+    if col.type == "struct":
+        inner = ", ".join('"' + c.name.replace('"', '""') + '" ' + duckdb_sql_type(c) for c in col.children)
+        return f"STRUCT({inner})"
+    if col.type == "map":
+        return f"MAP({duckdb_sql_type(col.children[0])}, {duckdb_sql_type(col.children[1])})"
+    if col.type.startswith("decimal"):
+        p, s = decimal_params(col.type)
+        return f"DECIMAL({p},{s})"
+    return _SCALAR_SQL[col.type]
+
+
+def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True) -> list[pa.Table]:
+    """The table's inlined rows visible at the state's snapshot, mapped to the table's current columns."""
+    tables = state.inlined_tables(table)
+    if not tables:
+        return []
+    out = []
+    with state.db.read() as conn:
+        for it in tables:
+            names = [c.name for c in it.columns]
+            cols_sql = ", ".join(['"row_id"'] + ['"' + n.replace('"', '""') + '"' for n in names])
+            sql = (
+                f"SELECT {cols_sql} FROM {state.db.t(it.table_name)} WHERE begin_snapshot <= :s "
+                "AND (end_snapshot IS NULL OR :s < end_snapshot) ORDER BY row_id"
+            )
+            if state.db.location.backend == "duckdb":
+                raw = conn.connection.dbapi_connection._ConnectionWrapper__c  # type: ignore[union-attr]
+                got = _arrow(raw.execute(sql.replace(":s", "$s"), {"s": state.snapshot_id}))
+                columns = {n: got.column(i + 1) for i, n in enumerate(names)}
+                row_ids = got.column(0)
+                count = got.num_rows
+            else:
+                rows = state.db.query(conn, sql, {"s": state.snapshot_id})
+                count = len(rows)
+                row_ids = pa.array([r[0] for r in rows], pa.int64())
+                columns = {n: [r[i + 1] for r in rows] for i, n in enumerate(names)}
+            if count == 0:
+                continue
+            out.append(_map_columns(it, table, columns, row_ids, count, with_rowid))
+    return out
+
+
+def _map_columns(it: InlinedTable, table: TableInfo, columns: dict[str, Any], row_ids: Any, count: int,
+                 with_rowid: bool) -> pa.Table:
+    by_id = {c.column_id: c for c in it.columns}
+    data: dict[str, Any] = {}
+    if with_rowid:
+        data["rowid"] = pa.array(row_ids, pa.int64()) if not isinstance(row_ids, pa.ChunkedArray) else row_ids
+    for col in table.columns:
+        target = _plain(col)
+        src = by_id.get(col.column_id)
+        if src is None:
+            value = None if col.initial_default is None or col.is_nested else parse_value(col.type, col.initial_default)
+            data[col.name] = pa.array([value] * count, target)
+            continue
+        values = columns[src.name]
+        data[col.name] = _to_arrow(values, src, target)
+    return pa.table(data)
+
+
+def _to_arrow(values: Any, src: Column, target: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):  # DuckDB catalog: already typed
+        arr = values.combine_chunks()
+        return arr if arr.type == target else arr.cast(target)
+    if src.type in ("varchar", "json"):
+        values = [v.decode("utf-8") if isinstance(v, bytes | memoryview) else v for v in values]
+        return pa.array(values, pa.string()).cast(target)
+    if src.type == "blob":
+        return pa.array([bytes(v) if isinstance(v, memoryview) else v for v in values], pa.binary()).cast(target)
+    if src.type in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64") \
+            and all(v is None or isinstance(v, int | float) for v in values):
+        return pa.array(values, _plain(src)).cast(target)
+    if src.type == "boolean" and all(v is None or isinstance(v, bool | int) for v in values):
+        return pa.array([None if v is None else bool(v) for v in values], pa.bool_()).cast(target)
+    # DuckDB's text form (SQLite/PostgreSQL catalogs): let DuckDB parse its own format
+    texts = pa.array([None if v is None else str(v) for v in values], pa.string())
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        src_table = pa.table({"v": texts})  # noqa: F841 - read by DuckDB's replacement scan
+        got = _arrow(con.execute(f"SELECT CAST(v AS {duckdb_sql_type(src)}) AS v FROM src_table"))
+    finally:
+        con.close()
+    arr = got.column(0).combine_chunks()
+    return arr.cast(target) if arr.type != target else arr
+
+
+def _plain(col: Column) -> pa.DataType:
+    from .scan import _strip
+
+    return _strip(to_arrow(col))
+
+
+
+
+def _arrow(result: Any) -> pa.Table:
+    # duckdb 1.5 renamed fetch_arrow_table to to_arrow_table
+    fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+    return fetch()

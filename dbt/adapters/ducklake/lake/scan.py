@@ -1,0 +1,216 @@
+"""Scan planning (which files, which deletes, which inlined rows) and an Arrow reader of a table at a snapshot.
+
+The plan is what any engine needs; the Arrow reader applies it on the driver (small tables, tests, tools), mapping
+file columns exactly as the reference does: by field id, by name mapping, or by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_file
+from .inlined import read_inlined
+from .paths import to_local
+from .records import Column, DataFile, NameMapping, TableInfo
+from .state import LakeState
+from .types import parse_value, to_arrow
+
+ROWID = "rowid"
+_FIELD_ID = b"PARQUET:field_id"
+
+
+@dataclass(frozen=True)
+class FileScanTask:
+    """One data file to read at a snapshot."""
+
+    data_file: DataFile
+    deleted_positions: tuple[int, ...]  # positions deleted as of the snapshot (delete file + inlined deletes)
+    max_snapshot: int | None  # keep only rows whose _ducklake_internal_snapshot_id <= this (partial files)
+    mapping: NameMapping | None
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    table: TableInfo
+    snapshot_id: int
+    files: tuple[FileScanTask, ...]
+
+
+def plan_scan(state: LakeState, table: TableInfo) -> ScanPlan:
+    """The files of a table at the state's snapshot, with the deletes that apply to each."""
+    s = state.snapshot_id
+    mappings = state.name_mappings(table) if any(f.mapping_id is not None for f in state.files(table)) else {}
+    tasks = []
+    for f in state.files(table):
+        deleted: set[int] = set()
+        if f.delete_file is not None:
+            d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
+            deleted.update(p for p, snap in zip(d.positions, d.snapshots, strict=True) if snap <= s)
+        deleted.update(p for p, begin in f.inlined_deletes if begin <= s)
+        tasks.append(
+            FileScanTask(
+                data_file=f,
+                deleted_positions=tuple(sorted(deleted)),
+                max_snapshot=s if f.partial_max is not None and f.partial_max > s else None,
+                mapping=mappings.get(f.mapping_id) if f.mapping_id is not None else None,
+            )
+        )
+    return ScanPlan(table, s, tuple(tasks))
+
+
+def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -> pa.Table:
+    """The table's rows at the state's snapshot as Arrow, current column names and types, plus rowid."""
+    plan = plan_scan(state, table)
+    schema = _output_schema(table.columns, with_rowid)
+    parts = [read_file(task, table.columns, with_rowid) for task in plan.files]
+    parts += [t.select(schema.names) for t in read_inlined(state, table, with_rowid)]
+    if not parts:
+        return schema.empty_table()
+    return pa.concat_tables([p.cast(schema) for p in parts])
+
+
+def _output_schema(columns: Sequence[Column], with_rowid: bool) -> pa.Schema:
+    fields = [pa.field(ROWID, pa.int64())] if with_rowid else []
+    return pa.schema(fields + [pa.field(c.name, _plain_type(c)) for c in columns])
+
+
+def _plain_type(col: Column) -> pa.DataType:
+    """The Arrow type of a column without field-id metadata (for results)."""
+    t = to_arrow(col)
+    return _strip(t)
+
+
+def _strip(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_list(t):
+        return pa.list_(pa.field("element", _strip(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(_strip(t.key_type), _strip(t.item_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _strip(f.type)) for f in t])
+    return t
+
+
+def read_file(task: FileScanTask, columns: Sequence[Column], with_rowid: bool) -> pa.Table:
+    """One data file mapped to the table's columns, with deletes and partial-snapshot filtering applied."""
+    f = task.data_file
+    raw = pq.read_table(to_local(f.path))
+    n = raw.num_rows
+    keep = pa.array([True] * n)
+    if task.deleted_positions:
+        mask = [True] * n
+        for p in task.deleted_positions:
+            if p < n:
+                mask[p] = False
+        keep = pa.array(mask)
+    if task.max_snapshot is not None and SNAPSHOT_COLUMN in raw.schema.names:
+        keep = pc.and_(keep, pc.less_equal(raw.column(SNAPSHOT_COLUMN), task.max_snapshot))
+    out: dict[str, pa.ChunkedArray | pa.Array] = {}
+    if with_rowid:
+        if ROW_ID_COLUMN in raw.schema.names:
+            out[ROWID] = raw.column(ROW_ID_COLUMN)
+        else:
+            start = f.row_id_start or 0
+            out[ROWID] = pa.array(range(start, start + n), pa.int64())
+    resolver = _Resolver(raw.schema, task.mapping, columns)
+    for col in columns:
+        found = resolver.top_level(col)
+        if found is None:
+            out[col.name] = _default_array(col, n)
+        else:
+            idx, key = found
+            out[col.name] = _convert(raw.column(idx), raw.schema.field(idx), col, resolver, key)
+    table = pa.table(out)
+    return table.filter(keep)
+
+
+def _default_array(col: Column, n: int) -> pa.Array:
+    t = _plain_type(col)
+    if col.initial_default is None or col.is_nested:
+        return pa.nulls(n, t)
+    return pa.array([parse_value(col.type, col.initial_default)] * n, t)
+
+
+class _Resolver:
+    """Finds the file field that holds a table column: by field id, by name mapping, or by position."""
+
+    def __init__(self, schema: pa.Schema, mapping: NameMapping | None, columns: Sequence[Column]) -> None:
+        self.schema = schema
+        self.mapping = mapping
+        data_fields = [f for f in schema if f.name not in (ROW_ID_COLUMN, SNAPSHOT_COLUMN)]
+        self.by_id = mapping is None and all(f.metadata and _FIELD_ID in f.metadata for f in data_fields)
+        self.positions = [i for i, f in enumerate(schema) if f.name not in (ROW_ID_COLUMN, SNAPSHOT_COLUMN)]
+        # name mapping: (parent index or None, source name) -> target field id
+        self.names: dict[tuple[int | None, str], int] = {}
+        self.index_of: dict[tuple[int | None, str], int] = {}
+        if mapping is not None:
+            for idx, src, target, parent, _part in mapping.entries:
+                self.names[(parent, src)] = target
+                self.index_of[(parent, src)] = idx
+        # without ids or a mapping, top-level columns match by position (names ignored), as the reference does
+        self.position_of = {c.column_id: self.positions[i] for i, c in enumerate(columns) if i < len(self.positions)}
+
+    def _match(self, fields: Sequence[pa.Field], col: Column, parent_key: int | None) -> tuple[int, int | None] | None:
+        if self.mapping is not None:
+            for i, fld in enumerate(fields):
+                if self.names.get((parent_key, fld.name)) == col.column_id:
+                    return i, self.index_of[(parent_key, fld.name)]
+            return None
+        if self.by_id:
+            for i, fld in enumerate(fields):
+                if fld.metadata and fld.metadata.get(_FIELD_ID) == str(col.column_id).encode():
+                    return i, None
+            return None
+        return None
+
+    def top_level(self, col: Column) -> tuple[int, int | None] | None:
+        if self.mapping is None and not self.by_id:
+            return (self.position_of[col.column_id], None) if col.column_id in self.position_of else None
+        return self._match(list(self.schema), col, None)
+
+    def child(self, fields: Sequence[pa.Field], col: Column, parent_key: int | None, pos: int) -> tuple[int, int | None] | None:
+        if self.mapping is None and not self.by_id:
+            for i, fld in enumerate(fields):  # without ids nested children match by name, then position
+                if fld.name == col.name:
+                    return i, None
+            return (pos, None) if pos < len(fields) else None
+        return self._match(fields, col, parent_key)
+
+
+def _convert(arr: pa.ChunkedArray | pa.Array, fld: pa.Field, col: Column, r: _Resolver, key: int | None = None) -> pa.Array:
+    """Map one file column (and its children) onto the table column: rename, reorder, fill, promote."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    target = _plain_type(col)
+    if col.type == "struct":
+        sfields = list(fld.type)
+        children, names = [], []
+        for pos, child in enumerate(col.children):
+            m = r.child(sfields, child, key, pos)
+            if m is None:
+                children.append(_default_array(child, len(arr)))
+            else:
+                children.append(_convert(arr.field(m[0]), sfields[m[0]], child, r, m[1]))
+            names.append(child.name)
+        return pa.StructArray.from_arrays(children, names=names, mask=arr.is_null())
+    if col.type == "list":
+        elem = col.children[0]
+        vfield = fld.type.value_field
+        m = r.child([vfield], elem, key, 0)
+        values = _convert(arr.values, vfield, elem, r, m[1] if m else None)
+        return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=arr.is_null())
+    if col.type == "map":
+        kcol, vcol = col.children
+        kfield, vfield = fld.type.key_field, fld.type.item_field
+        km = r.child([kfield, vfield], kcol, key, 0)
+        vm = r.child([kfield, vfield], vcol, key, 1)
+        keys = _convert(arr.keys, kfield, kcol, r, km[1] if km else None)
+        items = _convert(arr.items, vfield, vcol, r, vm[1] if vm else None)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=arr.is_null())
+    if arr.type != target:
+        arr = arr.cast(target)
+    return arr
