@@ -6,15 +6,21 @@ text is turned back into values with DuckDB's own casts (duckdb is already a dep
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from .arrow_types import cast_to, plain_type
 from .records import Column, InlinedTable, TableInfo
 from .state import LakeState
-from .types import decimal_params, parse_value, to_arrow
+from .types import decimal_params, parse_value
 
+_VIA_TEXT = ("timetz", "int128", "uint128")
+_NATIVE = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64", "boolean", "varchar",
+           "blob", "json")
 _SCALAR_SQL = {
     "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT",
     "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "uint128": "UHUGEINT",
@@ -40,8 +46,11 @@ def duckdb_sql_type(col: Column) -> str:
     return _SCALAR_SQL[col.type]
 
 
-def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True) -> list[pa.Table]:
-    """The table's inlined rows visible at the state's snapshot, mapped to the table's current columns."""
+def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, history: bool = False) -> list[pa.Table]:
+    """The table's inlined rows visible at the state's snapshot, mapped to the table's current columns.
+
+    With history, every row ever stored (deleted ones too), with its begin_snapshot and end_snapshot columns.
+    """
     tables = state.inlined_tables(table)
     if not tables:
         return []
@@ -49,25 +58,38 @@ def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True) ->
     with state.db.read() as conn:
         for it in tables:
             names = [c.name for c in it.columns]
-            cols_sql = ", ".join(['"row_id"'] + ['"' + n.replace('"', '""') + '"' for n in names])
-            sql = (
-                f"SELECT {cols_sql} FROM {state.db.t(it.table_name)} WHERE begin_snapshot <= :s "
-                "AND (end_snapshot IS NULL OR :s < end_snapshot) ORDER BY row_id"
-            )
+            quoted = ['"' + c.name.replace('"', '""') + '"' for c in it.columns]
+            # DuckDB catalog: TIMETZ and 128-bit integers go through their text form (DuckDB's Arrow export cannot
+            # carry them); other catalogs: every type without an exact native Python value does
+            duck = state.db.location.backend == "duckdb"
+            exprs = [
+                f"CAST({q} AS VARCHAR)" if (c.type in _VIA_TEXT if duck else c.type not in _NATIVE) else q
+                for q, c in zip(quoted, it.columns, strict=True)
+            ]
+            cols_sql = ", ".join(['"row_id"'] + exprs)
+            cols_sql += ", begin_snapshot, end_snapshot"
+            where = "begin_snapshot <= :s" + ("" if history else " AND (end_snapshot IS NULL OR :s < end_snapshot)")
+            sql = f"SELECT {cols_sql} FROM {state.db.t(it.table_name)} WHERE {where} ORDER BY row_id"
             if state.db.location.backend == "duckdb":
                 raw = conn.connection.dbapi_connection._ConnectionWrapper__c  # type: ignore[union-attr]
                 got = _arrow(raw.execute(sql.replace(":s", "$s"), {"s": state.snapshot_id}))
                 columns = {n: got.column(i + 1) for i, n in enumerate(names)}
                 row_ids = got.column(0)
                 count = got.num_rows
+                begins, ends = got.column(len(names) + 1).to_pylist(), got.column(len(names) + 2).to_pylist()
             else:
                 rows = state.db.query(conn, sql, {"s": state.snapshot_id})
                 count = len(rows)
                 row_ids = pa.array([r[0] for r in rows], pa.int64())
                 columns = {n: [r[i + 1] for r in rows] for i, n in enumerate(names)}
+                begins, ends = [r[len(names) + 1] for r in rows], [r[len(names) + 2] for r in rows]
             if count == 0:
                 continue
-            out.append(_map_columns(it, table, columns, row_ids, count, with_rowid))
+            mapped = _map_columns(it, table, columns, row_ids, count, with_rowid)
+            if history:
+                mapped = mapped.append_column("begin_snapshot", pa.array(begins, pa.int64()))
+                mapped = mapped.append_column("end_snapshot", pa.array(ends, pa.int64()))
+            out.append(mapped)
     return out
 
 
@@ -78,7 +100,7 @@ def _map_columns(it: InlinedTable, table: TableInfo, columns: dict[str, Any], ro
     if with_rowid:
         data["rowid"] = pa.array(row_ids, pa.int64()) if not isinstance(row_ids, pa.ChunkedArray) else row_ids
     for col in table.columns:
-        target = _plain(col)
+        target = plain_type(col)
         src = by_id.get(col.column_id)
         if src is None:
             value = None if col.initial_default is None or col.is_nested else parse_value(col.type, col.initial_default)
@@ -90,19 +112,27 @@ def _map_columns(it: InlinedTable, table: TableInfo, columns: dict[str, Any], ro
 
 
 def _to_arrow(values: Any, src: Column, target: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray) and src.type in _VIA_TEXT:
+        values = values.to_pylist()
+    if src.type in ("int128", "uint128"):
+        return cast_to(pa.array([None if v is None else int(v) for v in values], pa.decimal256(39, 0)), target)
     if isinstance(values, pa.ChunkedArray):  # DuckDB catalog: already typed
         arr = values.combine_chunks()
-        return arr if arr.type == target else arr.cast(target)
+        return cast_to(arr, target)
+    if src.type == "timetz":
+        return cast_to(pa.array([None if v is None else _utc_time(str(v)) for v in values], pa.time64("us")), target)
     if src.type in ("varchar", "json"):
         values = [v.decode("utf-8") if isinstance(v, bytes | memoryview) else v for v in values]
-        return pa.array(values, pa.string()).cast(target)
+        return cast_to(pa.array(values, pa.string()), target)
     if src.type == "blob":
-        return pa.array([bytes(v) if isinstance(v, memoryview) else v for v in values], pa.binary()).cast(target)
+        return cast_to(pa.array([bytes(v) if isinstance(v, memoryview) else v for v in values], pa.binary()), target)
     if src.type in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64") \
             and all(v is None or isinstance(v, int | float) for v in values):
-        return pa.array(values, _plain(src)).cast(target)
+        return cast_to(pa.array(values, plain_type(src)), target)
+    if src.type.startswith("decimal") and all(v is None or isinstance(v, Decimal | int) for v in values):
+        return cast_to(pa.array(values, plain_type(src)), target)
     if src.type == "boolean" and all(v is None or isinstance(v, bool | int) for v in values):
-        return pa.array([None if v is None else bool(v) for v in values], pa.bool_()).cast(target)
+        return cast_to(pa.array([None if v is None else bool(v) for v in values], pa.bool_()), target)
     # DuckDB's text form (SQLite/PostgreSQL catalogs): let DuckDB parse its own format
     texts = pa.array([None if v is None else str(v) for v in values], pa.string())
     con = duckdb.connect()
@@ -113,13 +143,8 @@ def _to_arrow(values: Any, src: Column, target: pa.DataType) -> pa.Array:
     finally:
         con.close()
     arr = got.column(0).combine_chunks()
-    return arr.cast(target) if arr.type != target else arr
+    return cast_to(arr, target)
 
-
-def _plain(col: Column) -> pa.DataType:
-    from .scan import _strip
-
-    return _strip(to_arrow(col))
 
 
 
@@ -128,3 +153,11 @@ def _arrow(result: Any) -> pa.Table:
     # duckdb 1.5 renamed fetch_arrow_table to to_arrow_table
     fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
     return fetch()
+
+
+def _utc_time(text: str) -> dt.time:
+    """A TIMETZ text ('12:00:00+05:30') as the UTC time it stands for (how Parquet stores TIMETZ)."""
+    value = parse_value("timetz", text)
+    offset = value.utcoffset() or dt.timedelta()
+    moment = dt.datetime.combine(dt.date(2000, 1, 1), value.replace(tzinfo=None)) - offset
+    return moment.time()

@@ -13,12 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .arrow_types import cast_to, plain_type
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_file
 from .inlined import read_inlined
 from .paths import to_local
 from .records import Column, DataFile, NameMapping, TableInfo
 from .state import LakeState
-from .types import parse_value, to_arrow
+from .types import parse_value
 
 ROWID = "rowid"
 _FIELD_ID = b"PARQUET:field_id"
@@ -76,23 +77,7 @@ def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -
 
 def _output_schema(columns: Sequence[Column], with_rowid: bool) -> pa.Schema:
     fields = [pa.field(ROWID, pa.int64())] if with_rowid else []
-    return pa.schema(fields + [pa.field(c.name, _plain_type(c)) for c in columns])
-
-
-def _plain_type(col: Column) -> pa.DataType:
-    """The Arrow type of a column without field-id metadata (for results)."""
-    t = to_arrow(col)
-    return _strip(t)
-
-
-def _strip(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_list(t):
-        return pa.list_(pa.field("element", _strip(t.value_type)))
-    if pa.types.is_map(t):
-        return pa.map_(_strip(t.key_type), _strip(t.item_type))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _strip(f.type)) for f in t])
-    return t
+    return pa.schema(fields + [pa.field(c.name, plain_type(c)) for c in columns])
 
 
 def read_file(task: FileScanTask, columns: Sequence[Column], with_rowid: bool) -> pa.Table:
@@ -129,7 +114,7 @@ def read_file(task: FileScanTask, columns: Sequence[Column], with_rowid: bool) -
 
 
 def _default_array(col: Column, n: int) -> pa.Array:
-    t = _plain_type(col)
+    t = plain_type(col)
     if col.initial_default is None or col.is_nested:
         return pa.nulls(n, t)
     return pa.array([parse_value(col.type, col.initial_default)] * n, t)
@@ -185,7 +170,7 @@ def _convert(arr: pa.ChunkedArray | pa.Array, fld: pa.Field, col: Column, r: _Re
     """Map one file column (and its children) onto the table column: rename, reorder, fill, promote."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    target = _plain_type(col)
+    target = plain_type(col)
     if col.type == "struct":
         sfields = list(fld.type)
         children, names = [], []
@@ -211,6 +196,4 @@ def _convert(arr: pa.ChunkedArray | pa.Array, fld: pa.Field, col: Column, r: _Re
         keys = _convert(arr.keys, kfield, kcol, r, km[1] if km else None)
         items = _convert(arr.items, vfield, vcol, r, vm[1] if vm else None)
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=arr.is_null())
-    if arr.type != target:
-        arr = arr.cast(target)
-    return arr
+    return cast_to(arr, target)

@@ -8,6 +8,7 @@ for DuckDB (pruning keeps the file, the optimizer does not trust the value).
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,6 @@ from .types import (
     INT64_MAX,
     INT_RANGES,
     TIMESTAMP_UNITS,
-    _date_text,
     _float32,
     decimal_params,
     format_value,
@@ -328,7 +328,7 @@ def _bound_text(t: str, decoded: tuple[str, Any] | None, physical: int | None) -
     if t == "uuid":
         return format_value(t, v) if kind == "uuid" or (kind == "bytes" and len(v) == 16) else None
     if t == "date":
-        return _date_text(v) if kind == "date" else None
+        return format_value(t, v) if kind == "date" else None
     if t in ("time", "time_ns") and kind == "time" and not v[1][1]:
         n = _rescale(v[0], v[1][0], 10**9 if t == "time_ns" else 10**6)
         return None if n is None else format_value(t, n)
@@ -365,7 +365,7 @@ def _leaf_stats(col: Column, node: _Node, metas: list[dict[int, Any] | None], du
     values: int | None = 0
     nulls: int | None = 0
     lows, highs = _Bounds(), _Bounds()
-    missing_bounds = False
+    missing_bounds = saw_nan = False
     physical = node.element.get(1)
     for meta in metas:
         if meta is None:  # column chunk kept in another file: nothing is known
@@ -387,7 +387,9 @@ def _leaf_stats(col: Column, node: _Node, metas: list[dict[int, Any] | None], du
             missing_bounds = True
             lows.complete = highs.complete = False
             continue
-        low, high = (_bound_text(t, _decode(node, r), physical) for r in raw[:2])
+        decoded = [_decode(node, r) for r in raw[:2]]
+        saw_nan = saw_nan or any(d is not None and d[0] == "float" and d[1] != d[1] for d in decoded)
+        low, high = (_bound_text(t, d, physical) for d in decoded)
         for bounds, text, exact in ((lows, low, raw[2]), (highs, high, raw[3])):
             if text is None:
                 bounds.complete = False
@@ -403,13 +405,21 @@ def _leaf_stats(col: Column, node: _Node, metas: list[dict[int, Any] | None], du
             contains_nan = False
         elif nan_hint is not None:
             contains_nan = nan_hint
+        elif saw_nan:
+            contains_nan = True
         elif duckdb_writer:
-            # DuckDB's Parquet writer leaves min/max out of exactly the chunks that hold a NaN
+            # DuckDB's Parquet writer (1.3 on) leaves min/max out of exactly the chunks that hold a NaN
             contains_nan = missing_bounds
         else:
             contains_nan = True  # unknown: other writers skip NaN silently; True means "maybe" to DuckDB
     return ColumnStats(col.column_id, size, value_count, null_count, lows.pick(t, True), highs.pick(t, False),
                        contains_nan)
+
+
+def _nan_aware_duckdb(created_by: str) -> bool:
+    """Whether the file comes from a DuckDB whose writer omits min/max exactly where a chunk has NaNs (>= 1.3)."""
+    m = re.match(r"DuckDB version v?(\d+)\.(\d+)", created_by)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (1, 3)
 
 
 def file_column_stats(metadata: pq.FileMetaData | bytes, columns: Sequence[Column], *, by: str = "field_id",
@@ -444,7 +454,7 @@ def file_column_stats(metadata: pq.FileMetaData | bytes, columns: Sequence[Colum
         col = ours[column_id]
         metas = [rg[1][node.leaf_index].get(3) for rg in row_groups]
         hint = (contains_nan or {}).get(column_id)
-        result.append(_leaf_stats(col, node, metas, writer.startswith("DuckDB"), hint))
+        result.append(_leaf_stats(col, node, metas, _nan_aware_duckdb(writer), hint))
     return result
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 import math
 import re
@@ -168,8 +167,8 @@ def from_arrow(field: pa.Field, next_id: Callable[[], int] | Iterator[int], _pat
     column_id = take()  # parent before children
     children: tuple[Column, ...] = ()
     if pa.types.is_map(t):
-        key = from_arrow(t.key_field.with_name("key"), take, path)
-        children = (Column(key.column_id, "key", key.type, False, children=key.children),
+        # Arrow map keys are never nullable; DuckDB records the key column as nullable all the same
+        children = (from_arrow(t.key_field.with_name("key").with_nullable(True), take, path),
                     from_arrow(t.item_field.with_name("value"), take, path))
         type_name = "map"
     elif (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
@@ -320,12 +319,16 @@ def _time_micros(v: dt.time) -> int:
     return ((v.hour * 60 + v.minute) * 60 + v.second) * 10**6 + v.microsecond
 
 
-def format_value(type: str, value: Any) -> str | None:
-    """DuckDB's text (Value::ToString, as written to stats) of a Python value of a DuckLake type; None for None.
+def format_value(type: str, value: Any, *, form: str = "stats") -> str | None:
+    """DuckDB's text of a Python value of a DuckLake type (None for None), as file stats hold it.
 
     Temporal types also take ints in the type's own unit (days; seconds/ms/us/ns since the epoch; micros or
-    nanos since midnight). Booleans give '0'/'1' (the file-stats form); blobs give uppercase hex.
+    nanos since midnight). Two types differ by form: in "stats" (ducklake_file_column_stats) booleans are
+    '0'/'1' and blobs uppercase hex; in "value" (Value::ToString, e.g. initial_default) they are 'true'/'false'
+    and DuckDB's escaped blob text ('\\xAA\\x00z').
     """
+    if form not in ("stats", "value"):
+        raise ValueError(f"form must be 'stats' or 'value', not {form!r}")
     if value is None:
         return None
     t = parse_type(type)
@@ -336,7 +339,7 @@ def format_value(type: str, value: Any) -> str | None:
             raise ValueError(f"{value!r} is out of range for {t}")
         return str(n)
     if t == "boolean":
-        return "1" if value else "0"
+        return ("1" if value else "0") if form == "stats" else ("true" if value else "false")
     if t == "float64":
         return repr(float(value))
     if t == "float32":
@@ -351,7 +354,9 @@ def format_value(type: str, value: Any) -> str | None:
     if t in ("varchar", "json"):
         return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     if t == "blob":
-        return bytes(value).hex().upper()
+        if form == "stats":
+            return bytes(value).hex().upper()
+        return "".join(chr(c) if 32 <= c <= 126 and chr(c) not in "\\'\"" else f"\\x{c:02X}" for c in bytes(value))
     if t == "uuid":
         if isinstance(value, (bytes, bytearray)):
             return str(uuid.UUID(bytes=bytes(value)))
@@ -442,12 +447,16 @@ def _parse_interval(s: str) -> tuple[int, int, int]:
     return months, days, micros
 
 
-def parse_value(type: str, s: str | None) -> Any:
+def parse_value(type: str, s: str | None, *, form: str = "value") -> Any:
     """The Python value of DuckDB's text for a DuckLake type (the inverse of format_value).
 
+    form matters for blobs only: "value" (the default: Value::ToString, as in initial_default) reads DuckDB's
+    escaped text, "stats" reads the hex of file stats; booleans read both '0'/'1' and 'true'/'false'.
     Raises ValueError for values Python's datetime types cannot hold (infinities, BC or year > 9999, 24:00:00,
     sub-microsecond fractions); compare_values handles those.
     """
+    if form not in ("stats", "value"):
+        raise ValueError(f"form must be 'stats' or 'value', not {form!r}")
     if s is None:
         return None
     t = parse_type(type)
@@ -458,16 +467,17 @@ def parse_value(type: str, s: str | None) -> Any:
     if _is_decimal(t):
         return Decimal(s)
     if t == "boolean":
-        low = s.strip().lower()
-        if low in ("1", "true", "t"):
-            return True
-        if low in ("0", "false", "f"):
-            return False
-        raise ValueError(f"not a boolean: {s!r}")
+        truth = {"1": True, "true": True, "t": True, "0": False, "false": False, "f": False}.get(s.strip().lower())
+        if truth is None:
+            raise ValueError(f"not a boolean: {s!r}")
+        return truth
     if t in ("varchar", "json"):
         return s
     if t == "blob":
-        return bytes.fromhex(s)
+        if form == "stats":
+            return bytes.fromhex(s)
+        parts = re.split(r"\\x([0-9a-fA-F]{2})", s)  # text, hex, text, hex, ..., text
+        return b"".join(bytes.fromhex(p) if i % 2 else p.encode("ascii") for i, p in enumerate(parts))
     if t == "uuid":
         return uuid.UUID(s)
     if t == "interval":
@@ -486,8 +496,8 @@ def parse_value(type: str, s: str | None) -> Any:
         if t in ("time", "time_ns", "timetz"):
             ns, offset = _parse_clock(s)
             micros, rest = divmod(ns, 1000)
-            if rest:
-                raise ValueError("sub-microsecond precision")
+            if rest or micros >= _US_PER_DAY:
+                raise ValueError("sub-microsecond precision or 24:00:00")
             value = (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
             return value.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset))) if t == "timetz" else value
     except (OverflowError, ValueError) as e:
@@ -535,8 +545,3 @@ def compare_values(type: str, a: str, b: str) -> int:
     """-1, 0 or 1 as DuckDB orders two stat texts of the type (numeric, temporal or bytewise)."""
     ka, kb = sort_key(type, a), sort_key(type, b)
     return (ka > kb) - (ka < kb)
-
-
-def id_counter(start: int = 1) -> Callable[[], int]:
-    """A next_id for from_arrow that counts up from start."""
-    return itertools.count(start).__next__

@@ -1,0 +1,60 @@
+"""Arrow types of table columns for results (no field-id metadata), and casts of file values to them."""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+
+from .records import Column
+from .types import to_arrow
+
+
+def plain_type(col: Column) -> pa.DataType:
+    """The Arrow type of a column without field-id metadata (for results)."""
+    if col.type in ("int128", "uint128"):
+        return pa.decimal256(39, 0)  # 128-bit integers need 39 digits
+    if col.type == "list":
+        return pa.list_(pa.field("element", plain_type(col.children[0])))
+    if col.type == "map":
+        return pa.map_(plain_type(col.children[0]), plain_type(col.children[1]))
+    if col.type == "struct":
+        return pa.struct([pa.field(c.name, plain_type(c)) for c in col.children])
+    return _strip(to_arrow(col))
+
+
+def _strip(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_list(t):
+        return pa.list_(pa.field("element", _strip(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(_strip(t.key_type), _strip(t.item_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _strip(f.type)) for f in t])
+    return t
+
+
+def cast_to(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """Cast a leaf array to the table's Arrow type (promotions; UUIDs given as text or raw bytes)."""
+    if arr.type == target:
+        return arr
+    if isinstance(target, pa.BaseExtensionType) and target.extension_name == "arrow.uuid":
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            raw = pa.array([None if v is None else uuid.UUID(v).bytes for v in arr.to_pylist()], pa.binary(16))
+            return pa.ExtensionArray.from_storage(target, raw)
+        if pa.types.is_fixed_size_binary(arr.type):
+            return pa.ExtensionArray.from_storage(target, arr)
+    if target == pa.month_day_nano_interval() and pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width == 12:
+        return _parquet_interval(arr)
+    return arr.cast(target)
+
+
+def _parquet_interval(arr: pa.Array) -> pa.Array:
+    """Parquet INTERVAL (months, days, milliseconds as little-endian uint32) to Arrow month_day_nano."""
+    out = []
+    for v in arr.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        months, days, millis = (int.from_bytes(v[i : i + 4], "little") for i in (0, 4, 8))
+        out.append(pa.MonthDayNano([months, days, millis * 1_000_000]))
+    return pa.array(out, pa.month_day_nano_interval())

@@ -1,0 +1,189 @@
+"""What changed in a table between two snapshots, at the format level (the inputs of a change feed).
+
+Follows the reference's ducklake_table_changes: insertions are rows of files (or inlined rows) whose snapshot lies in
+[start, end]; deletions are positions of delete files, ended files and inlined deletes whose snapshot lies in the range;
+an insert and a delete of the same rowid in the same snapshot form an update (preimage + postimage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .deletes import SNAPSHOT_COLUMN, read_delete_file
+from .lake import DuckLake
+from .records import DataFile, TableInfo
+from .scan import ROWID, FileScanTask, read_file
+from .state import LakeState, load_files
+
+
+@dataclass(frozen=True)
+class FileInsertions:
+    """Rows of one data file inserted in the range: all of them, or those whose per-row snapshot is in range."""
+
+    data_file: DataFile
+    per_row_snapshots: bool  # filter on _ducklake_internal_snapshot_id (merged/flushed files)
+
+
+@dataclass(frozen=True)
+class FileDeletions:
+    """Positions of one data file deleted in the range, each with the snapshot that deleted it."""
+
+    data_file: DataFile
+    positions: tuple[tuple[int, int], ...]  # (position, snapshot)
+
+
+@dataclass(frozen=True)
+class TableChanges:
+    table: TableInfo  # as of the end snapshot
+    start: int
+    end: int
+    insertions: tuple[FileInsertions, ...]
+    deletions: tuple[FileDeletions, ...]
+    inlined_inserts: tuple[tuple[int, int], ...]  # (row_id, snapshot)
+    inlined_deletes: tuple[tuple[int, int], ...]  # (row_id, snapshot)
+
+
+def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) -> TableChanges:
+    """The files, positions and inlined rows that changed in schema.table within snapshots [start, end]."""
+    state = lake.snapshot(end)
+    info = state.table(schema, table)
+    db = lake.db
+    with db.read() as conn:
+        files = _files_in_range(state, conn, info, start, end)
+        inlined_ins, inlined_del = _inlined_changes(state, conn, info, start, end)
+    insertions, deletions = [], []
+    for f, end_snapshot in files:
+        if start <= f.begin_snapshot <= end or (f.partial_max is not None and f.partial_max >= start):
+            insertions.append(FileInsertions(f, f.partial_max is not None))
+        deleted: dict[int, int] = {}
+        if f.delete_file is not None:
+            d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
+            deleted.update(zip(d.positions, d.snapshots, strict=True))
+        for pos, begin in f.inlined_deletes:
+            deleted.setdefault(pos, begin)
+        in_range = {p: s for p, s in deleted.items() if start <= s <= end}
+        if end_snapshot is not None and start <= end_snapshot <= end:
+            # the file ended in range: every row not deleted before then was deleted at its end
+            for p in range(f.record_count):
+                if p not in deleted or deleted[p] >= end_snapshot:
+                    in_range[p] = end_snapshot
+        if in_range:
+            deletions.append(FileDeletions(f, tuple(sorted(in_range.items()))))
+    return TableChanges(info, start, end, tuple(insertions), tuple(deletions), tuple(inlined_ins), tuple(inlined_del))
+
+
+def _files_in_range(state: LakeState, conn: object, info: TableInfo, start: int, end: int) -> list[tuple[DataFile, int | None]]:
+    """Data files that existed at some point in [start, end], each with its end_snapshot."""
+    db = state.db
+    rows = db.query(
+        conn,  # type: ignore[arg-type]
+        "SELECT data_file_id, end_snapshot FROM {p}ducklake_data_file WHERE table_id = :t AND begin_snapshot <= :e "
+        "AND (end_snapshot IS NULL OR end_snapshot >= :s)",
+        {"t": info.table_id, "s": start, "e": end},
+    )
+    ends = dict(rows)
+    out = []
+    # load each file as visible just before it ended (or at end), so its last delete file comes along
+    by_snapshot: dict[int, list[int]] = {}
+    for fid, e in ends.items():
+        at = end if e is None or e > end else e - 1
+        by_snapshot.setdefault(at, []).append(fid)
+    for at, fids in by_snapshot.items():
+        view = LakeState(db, state.snapshot, state.data_path, state.schemas, state.tables, state.views)
+        object.__setattr__(view, "snapshot", _with_id(state.snapshot, at))
+        for f in load_files(db, conn, view, info):  # type: ignore[arg-type]
+            if f.data_file_id in fids:
+                out.append((f, ends[f.data_file_id]))
+    return out
+
+
+def _with_id(snap: object, snapshot_id: int) -> object:
+    from dataclasses import replace
+
+    return replace(snap, snapshot_id=snapshot_id)  # type: ignore[type-var]
+
+
+def _inlined_changes(state: LakeState, conn: object, info: TableInfo, start: int, end: int
+                     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    db = state.db
+    ins, dels = [], []
+    for it in state.inlined_tables(info):
+        for row_id, begin, finish in db.query(
+            conn,  # type: ignore[arg-type]
+            f"SELECT row_id, begin_snapshot, end_snapshot FROM {db.t(it.table_name)} "
+            "WHERE (begin_snapshot BETWEEN :s AND :e) OR (end_snapshot BETWEEN :s AND :e)",
+            {"s": start, "e": end},
+        ):
+            if start <= begin <= end:
+                ins.append((row_id, begin))
+            if finish is not None and start <= finish <= end:
+                dels.append((row_id, finish))
+    return ins, dels
+
+
+def read_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) -> pa.Table:
+    """The change feed as Arrow: snapshot_id, rowid, change_type, then the table's columns (as of end)."""
+    plan = plan_changes(lake, schema, table, start, end)
+    cols = plan.table.columns
+    inserted: list[pa.Table] = []
+    deleted: list[pa.Table] = []
+    for ins in plan.insertions:
+        f = ins.data_file
+        raw = read_file(FileScanTask(f, (), None, None), cols, True)
+        snaps = _row_snapshots(f, raw.num_rows)
+        t = raw.append_column("snapshot_id", snaps)
+        mask = pc.and_(pc.greater_equal(t.column("snapshot_id"), start), pc.less_equal(t.column("snapshot_id"), end))
+        inserted.append(t.filter(mask))
+    for de in plan.deletions:
+        f = de.data_file
+        raw = read_file(FileScanTask(f, (), None, None), cols, True)
+        idx = pa.array([p for p, _ in de.positions], pa.int64())
+        t = raw.take(idx).append_column("snapshot_id", pa.array([s for _, s in de.positions], pa.int64()))
+        deleted.append(t)
+    if plan.inlined_inserts or plan.inlined_deletes:
+        from .inlined import read_inlined
+
+        for t in read_inlined(lake.snapshot(end), plan.table, True, history=True):
+            begin, finish = t.column("begin_snapshot"), t.column("end_snapshot")
+            rows = t.drop_columns(["begin_snapshot", "end_snapshot"])
+            ins_mask = pc.and_(pc.greater_equal(begin, start), pc.less_equal(begin, end))
+            inserted.append(rows.filter(ins_mask).append_column("snapshot_id", begin.filter(ins_mask)))
+            del_mask = pc.fill_null(pc.and_(pc.greater_equal(finish, start), pc.less_equal(finish, end)), False)
+            deleted.append(rows.filter(del_mask).append_column("snapshot_id", finish.filter(del_mask)))
+    return _pair(inserted, deleted, cols)
+
+
+def _row_snapshots(f: DataFile, n: int) -> pa.Array:
+    if f.partial_max is None:
+        return pa.array([f.begin_snapshot] * n, pa.int64())
+    import pyarrow.parquet as pq
+
+    from .paths import to_local
+
+    col = pq.read_table(to_local(f.path), columns=[SNAPSHOT_COLUMN]).column(0)
+    return col.combine_chunks().cast(pa.int64())
+
+
+def _pair(inserted: list[pa.Table], deleted: list[pa.Table], cols: object) -> pa.Table:
+    """Label rows insert/delete, and same-snapshot same-rowid pairs update_postimage/update_preimage."""
+    ins = pa.concat_tables(inserted) if inserted else None
+    dele = pa.concat_tables(deleted) if deleted else None
+    ins_keys = set(zip(ins.column("snapshot_id").to_pylist(), ins.column(ROWID).to_pylist(), strict=True)) if ins else set()
+    del_keys = set(zip(dele.column("snapshot_id").to_pylist(), dele.column(ROWID).to_pylist(), strict=True)) if dele else set()
+    parts = []
+    for t, kind, other, upd in ((ins, "insert", del_keys, "update_postimage"), (dele, "delete", ins_keys, "update_preimage")):
+        if t is None:
+            continue
+        keys = zip(t.column("snapshot_id").to_pylist(), t.column(ROWID).to_pylist(), strict=True)
+        labels = pa.array([upd if k in other else kind for k in keys], pa.string())
+        t = t.append_column("change_type", labels)
+        names = ["snapshot_id", ROWID, "change_type"] + [n for n in t.column_names if n not in ("snapshot_id", ROWID,
+                                                                                                 "change_type")]
+        parts.append(t.select(names))
+    if not parts:
+        return pa.table({"snapshot_id": pa.array([], pa.int64()), ROWID: pa.array([], pa.int64()),
+                         "change_type": pa.array([], pa.string())})
+    return pa.concat_tables(parts)
