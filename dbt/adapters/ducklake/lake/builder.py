@@ -22,7 +22,7 @@ from .errors import (
     TableExistsError,
 )
 from .paths import relative_to, uuid7
-from .records import Column, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
+from .records import Column, ColumnStats, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
 from .state import LakeState
 
 
@@ -77,7 +77,8 @@ class StatsDelta:
     record_count: int = 0
     file_size_bytes: int = 0
     rows_added: int = 0  # next_row_id advance
-    columns: dict[int, TableColumnStats] = field(default_factory=dict)
+    file_stats: dict[int, list[ColumnStats]] = field(default_factory=dict)  # per column, in file order
+    unknown_bounds: set[int] = field(default_factory=set)  # columns with values whose min/max are not known
 
 
 class CatalogBuilder:
@@ -281,10 +282,14 @@ class CatalogBuilder:
             self.end_rows("ducklake_partition_info", "table_id = :id", {"id": info.table_id})
         spec = None
         if fields:
+            from .partitioning import validate_transform
             from .records import PartitionField, PartitionSpec
 
+            pf = tuple(
+                PartitionField(i, info.column(c).column_id, validate_transform(info.column(c), t))
+                for i, (c, t) in enumerate(fields)
+            )
             pid = self.catalog_id()
-            pf = tuple(PartitionField(i, info.column(c).column_id, t) for i, (c, t) in enumerate(fields))
             spec = PartitionSpec(pid, pf)
             self.add(
                 "INSERT INTO {p}ducklake_partition_info VALUES (:pid, :tid, :sid, NULL)",
@@ -454,11 +459,13 @@ class CatalogBuilder:
                     "INSERT INTO {p}ducklake_table_stats VALUES (:t, :rc, :nr, :fs)",
                     {"t": tid, "rc": delta.record_count, "nr": delta.rows_added, "fs": delta.file_size_bytes},
                 ))
-                if delta.columns:
+                known = [self.fold(tid, cid, None, files) for cid, files in sorted(delta.file_stats.items())
+                         if cid not in delta.unknown_bounds]
+                if known:
                     out.append((
                         "INSERT INTO {p}ducklake_table_column_stats VALUES (:t, :c, :cn, :nan, :mn, :mx, NULL)",
                         [{"t": tid, "c": c.column_id, "cn": bp(c.contains_null), "nan": bp(c.contains_nan),
-                          "mn": c.min_value, "mx": c.max_value} for c in delta.columns.values()],
+                          "mn": c.min_value, "mx": c.max_value} for c in known],
                     ))
                 continue
             rc, nr, fs = row[0]
@@ -477,10 +484,16 @@ class CatalogBuilder:
                 )
             }
             updates = []
-            for cid, new in delta.columns.items():
+            for cid, files in sorted(delta.file_stats.items()):
                 if cid not in existing:
                     continue  # like the reference: columns added after the stats row was made get no row
-                merged = merge_table_stats(existing[cid], new, self.column_type(tid, cid))
+                merged = self.fold(tid, cid, existing[cid], files)
+                if cid in delta.unknown_bounds:
+                    # NULL bounds read as "no values yet" to DuckDB's next merge, which would then narrow the range
+                    # below the data; without a row, the reference never narrows (it only updates existing rows)
+                    out.append(("DELETE FROM {p}ducklake_table_column_stats WHERE table_id = :t AND column_id = :c",
+                                {"t": tid, "c": cid}))
+                    continue
                 updates.append({"t": tid, "c": cid, "cn": bp(merged.contains_null), "nan": bp(merged.contains_nan),
                                 "mn": merged.min_value, "mx": merged.max_value})
             if updates:
@@ -491,30 +504,20 @@ class CatalogBuilder:
                 ))
         return out
 
+    def fold(self, table_id: int, column_id: int, start: TableColumnStats | None,
+             files: list[ColumnStats]) -> TableColumnStats:
+        """Table-level stats widened by each file's stats, as the reference merges them."""
+        from .stats import merge_table_column_stats
+
+        type_ = self.column_type(table_id, column_id)
+        current = start
+        for st in files:
+            current = merge_table_column_stats(current, st, type_, table_id=table_id)
+        assert current is not None
+        return current
+
     def column_type(self, table_id: int, column_id: int) -> str:
         return self.table_by_id(table_id).column_by_id(column_id).type
-
-
-def merge_table_stats(a: TableColumnStats, b: TableColumnStats, type_: str) -> TableColumnStats:
-    """Widen table-level stats a with b (typed min/max comparison; NULL bound = unknown stays unknown)."""
-    from .types import compare_values
-
-    def pick(x: str | None, y: str | None, want: int) -> str | None:
-        if x is None or y is None:
-            return None
-        try:
-            return x if compare_values(type_, x, y) * want >= 0 else y
-        except (ValueError, TypeError):
-            return None
-
-    return TableColumnStats(
-        a.table_id,
-        a.column_id,
-        None if a.contains_null is None or b.contains_null is None else (a.contains_null or b.contains_null),
-        None if a.contains_nan is None and b.contains_nan is None else bool(a.contains_nan or b.contains_nan),
-        pick(a.min_value, b.min_value, -1),
-        pick(a.max_value, b.max_value, 1),
-    )
 
 
 def assign_column_ids(columns: Sequence[Column], first: int) -> tuple[Column, ...]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, footer_size
@@ -59,7 +61,7 @@ def describe_parquet(
                 f"{path}: columns {missing_ids} carry no Parquet field id; write field ids or register with a name mapping"
             )
     stats = tuple(file_column_stats(meta, columns, by=by))
-    import os
+    mapping = name_mapping_for(pf.schema_arrow, columns) if by == "name" else None
 
     return DataFileSpec(
         path=path,
@@ -69,4 +71,41 @@ def describe_parquet(
         stats=stats,
         partition_values=tuple(partition_values),
         has_row_ids=ROW_ID_COLUMN in names,
+        name_mapping=mapping,
     )
+
+
+def name_mapping_for(
+    schema: pa.Schema, columns: Sequence[Column]
+) -> tuple[tuple[str, int, int | None, bool], ...]:
+    """A DuckLake name mapping for a file without field ids: each file node (DFS) -> the table column it holds.
+
+    Raises:
+        InvalidDataFileError: a file column matches no table column.
+    """
+    entries: list[tuple[str, int, int | None, bool]] = []
+
+    def add(field: pa.Field, col: Column, parent: int | None, path: str) -> None:
+        index = len(entries)
+        entries.append((field.name, col.column_id, parent, False))
+        t = field.type
+        if pa.types.is_struct(t):
+            for child in t:
+                match = next((c for c in col.children if c.name == child.name), None)
+                if match is None:
+                    raise InvalidDataFileError(f"file field {path}.{child.name} matches no column of the table")
+                add(child, match, index, f"{path}.{child.name}")
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            add(t.value_field, col.children[0], index, f"{path}.{t.value_field.name}")
+        elif pa.types.is_map(t):
+            add(t.key_field, col.children[0], index, f"{path}.key")
+            add(t.item_field, col.children[1], index, f"{path}.value")
+
+    for field in schema:
+        if field.name in (ROW_ID_COLUMN, SNAPSHOT_COLUMN):
+            continue
+        match = next((c for c in columns if c.name == field.name), None)
+        if match is None:
+            raise InvalidDataFileError(f"file column {field.name!r} matches no column of the table")
+        add(field, match, None, field.name)
+    return tuple(entries)

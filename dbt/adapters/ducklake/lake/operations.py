@@ -9,7 +9,7 @@ from .datafiles import DataFileSpec
 from .deletes import merge_positions, read_delete_file, write_delete_file
 from .errors import CommitConflictError, InvalidDataFileError, SchemaEvolutionError
 from .paths import delete_file_name, join_path, relative_to
-from .records import Column, DataFile, TableColumnStats
+from .records import Column, DataFile
 from .state import load_files
 
 # The type changes DuckLake allows without rewriting files (the reference's ALTER COLUMN TYPE promotions).
@@ -277,16 +277,9 @@ class AddDataFiles(Operation):
                     "vc": st.value_count, "nc": st.null_count, "mn": st.min_value, "mx": st.max_value,
                     "nan": b.db.dialect.bool_param(st.contains_nan),
                 })
-                new = TableColumnStats(info.table_id, st.column_id,
-                                       None if st.null_count is None else st.null_count > 0,
-                                       st.contains_nan, st.min_value, st.max_value)
-                old = delta.columns.get(st.column_id)
-                if old is None:
-                    delta.columns[st.column_id] = new
-                else:
-                    from .builder import merge_table_stats
-
-                    delta.columns[st.column_id] = merge_table_stats(old, new, b.column_type(info.table_id, st.column_id))
+                if (st.min_value is None or st.max_value is None) and (st.value_count is None or st.value_count > 0):
+                    delta.unknown_bounds.add(st.column_id)
+                delta.file_stats.setdefault(st.column_id, []).append(st)
             for k, v in enumerate(spec.partition_values):
                 pv_rows.append({"fid": fid, "tid": info.table_id, "k": k, "v": v})
         b.add(

@@ -1,0 +1,81 @@
+"""A driver-side Parquet writer for small data (tools, seeds of tests): Arrow rows -> data files ready to register.
+
+Large data is written by an engine (the Spark layer); this writer is the reference of the layout it must produce:
+field ids on every node, one file set per partition under hive-style directories, stats from the footer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .datafiles import DataFileSpec, describe_parquet
+from .errors import InvalidDataFileError
+from .partitioning import partition_values
+from .paths import data_file_name, join_path, to_local
+from .records import Column, TableInfo
+from .types import arrow_schema
+
+NULL_PARTITION_DIR = "__HIVE_DEFAULT_PARTITION__"
+
+
+def conform(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
+    """The data with the table's columns, order and types, carrying field ids.
+
+    Raises:
+        InvalidDataFileError: a column is missing or its values do not fit the column's type.
+    """
+    schema = arrow_schema(columns)
+    arrays = []
+    for field in schema:
+        if field.name not in data.column_names:
+            raise InvalidDataFileError(f"the data has no column {field.name!r} (columns: {data.column_names})")
+        try:
+            arrays.append(data.column(field.name).cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InvalidDataFileError(
+                f"column {field.name!r}: values of type {data.column(field.name).type} do not fit {field.type}: {e}"
+            ) from e
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write_data_files(table: TableInfo, table_dir: str, data: pa.Table) -> list[DataFileSpec]:
+    """Write the rows as data files of the table (one per partition), returning their specs for add_data_files."""
+    data = conform(data, table.columns)
+    if data.num_rows == 0:
+        return []
+    if table.partition is None:
+        return [_write_one(table, table_dir, data, ())]
+    keys = partition_values(table, data)  # one tuple of partition value strings per row
+    groups: dict[tuple[str | None, ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    specs = []
+    for key, rows in groups.items():
+        part = data.take(pa.array(rows))
+        sub = "/".join(
+            f"{_partition_dir_name(table, f.column_id, f.transform)}={NULL_PARTITION_DIR if v is None else v}"
+            for f, v in zip(table.partition.fields, key, strict=True)
+        )
+        specs.append(_write_one(table, join_path(table_dir, sub), part, key))
+    return specs
+
+
+def _partition_dir_name(table: TableInfo, column_id: int, transform: str) -> str:
+    name = table.column_by_id(column_id).name
+    return name if transform == "identity" else transform.split("(")[0]
+
+
+def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
+    path = join_path(directory, data_file_name())
+    local = to_local(path)
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    pq.write_table(data, local, compression="snappy", write_statistics=True)
+    return describe_parquet(path, table.columns, partition_values=key)
+
+
+__all__ = ["conform", "write_data_files", "pc"]
