@@ -128,18 +128,19 @@ def read_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
     """The change feed as Arrow: snapshot_id, rowid, change_type, then the table's columns (as of end)."""
     plan = plan_changes(lake, schema, table, start, end)
     cols = plan.table.columns
+    mappings = lake.snapshot(end).name_mappings(plan.table)
     inserted: list[pa.Table] = []
     deleted: list[pa.Table] = []
     for ins in plan.insertions:
         f = ins.data_file
-        raw = read_file(FileScanTask(f, (), None, None), cols, True)
+        raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
         snaps = _row_snapshots(f, raw.num_rows)
         t = raw.append_column("snapshot_id", snaps)
         mask = pc.and_(pc.greater_equal(t.column("snapshot_id"), start), pc.less_equal(t.column("snapshot_id"), end))
         inserted.append(t.filter(mask))
     for de in plan.deletions:
         f = de.data_file
-        raw = read_file(FileScanTask(f, (), None, None), cols, True)
+        raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
         idx = pa.array([p for p, _ in de.positions], pa.int64())
         t = raw.take(idx).append_column("snapshot_id", pa.array([s for _, s in de.positions], pa.int64()))
         deleted.append(t)

@@ -10,10 +10,10 @@ import os
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .datafiles import DataFileSpec, describe_parquet
+from .deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from .errors import InvalidDataFileError
 from .partitioning import partition_values
 from .paths import data_file_name, join_path, to_local
@@ -43,9 +43,20 @@ def conform(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def write_data_files(table: TableInfo, table_dir: str, data: pa.Table) -> list[DataFileSpec]:
-    """Write the rows as data files of the table (one per partition), returning their specs for add_data_files."""
+def write_data_files(
+    table: TableInfo, table_dir: str, data: pa.Table, *, row_ids: Sequence[int] | pa.Array | None = None
+) -> list[DataFileSpec]:
+    """Write the rows as data files of the table (one per partition), returning their specs for add_data_files.
+
+    row_ids, for an UPDATE's post-images, are written as _ducklake_internal_row_id so the rows keep their ids.
+    """
     data = conform(data, table.columns)
+    if row_ids is not None:
+        ids = pa.array(row_ids, pa.int64())
+        if len(ids) != data.num_rows:
+            raise InvalidDataFileError(f"{len(ids)} row ids for {data.num_rows} rows")
+        field = pa.field(ROW_ID_COLUMN, pa.int64(), metadata={b"PARQUET:field_id": str(ROW_ID_FIELD_ID).encode()})
+        data = data.append_column(field, ids)
     if data.num_rows == 0:
         return []
     if table.partition is None:
@@ -77,5 +88,3 @@ def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str 
     pq.write_table(data, local, compression="snappy", write_statistics=True)
     return describe_parquet(path, table.columns, partition_values=key)
 
-
-__all__ = ["conform", "write_data_files", "pc"]
