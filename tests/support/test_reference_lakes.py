@@ -1,14 +1,11 @@
 """The reference scenarios build on every catalog backend, and each catalog holds the features its scenario claims.
 
 The CLAIMS below document which catalog features each scenario produces (what a reader must handle to pass it).
-PostgreSQL runs only when DUCKLAKE_TEST_PG_URL names a server (e.g. postgresql://postgres@127.0.0.1:55432/postgres);
-each test then creates and drops its own database there.
+Every scenario runs on each catalog backend (the `catalog_url` fixture; PostgreSQL is the session's test server).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,40 +17,6 @@ import sqlalchemy as sa
 
 from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
 from tests.support.reference_lakes import SCENARIOS, build, reference_state
-
-PG_URL = os.environ.get("DUCKLAKE_TEST_PG_URL")
-BACKENDS = [
-    "duckdb",
-    "sqlite",
-    pytest.param(
-        "postgresql",
-        marks=[pytest.mark.postgres, pytest.mark.skipif(not PG_URL, reason="DUCKLAKE_TEST_PG_URL is not set")],
-    ),
-]
-
-
-@contextmanager
-def lake_catalog(backend: str, tmp: Path) -> Iterator[str]:
-    """A fresh, empty catalog location for `backend`; a PostgreSQL database is dropped afterwards."""
-    if backend == "duckdb":
-        yield f"duckdb:///{tmp}/metadata.ducklake"
-        return
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp}/metadata.sqlite"
-        return
-    import psycopg
-
-    assert PG_URL
-    admin = sa.make_url(PG_URL)
-    name = f"reflake_{uuid.uuid4().hex[:12]}"
-    params = {"host": admin.host, "port": admin.port, "user": admin.username, "password": admin.password}
-    with psycopg.connect(dbname=admin.database or "postgres", autocommit=True, **params) as pg:
-        pg.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(drivername="postgresql", database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(dbname=admin.database or "postgres", autocommit=True, **params) as pg:
-            pg.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class Catalog:
@@ -240,14 +203,14 @@ def test_every_scenario_has_claims() -> None:
     assert set(CLAIMS) == set(SCENARIOS)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_scenario(scenario: str, backend: str, tmp_path: Path) -> None:
-    with lake_catalog(backend, tmp_path) as catalog:
-        build(catalog, str(tmp_path / "data"), scenario)
-        state = reference_state(catalog)
-        with open_catalog(catalog) as c:
-            CLAIMS[scenario](c)
+def test_scenario(scenario: str, catalog_url: str, tmp_path: Path) -> None:
+    backend = catalog_url.split(":", 1)[0]
+    catalog = catalog_url
+    build(catalog, str(tmp_path / "data"), scenario)
+    state = reference_state(catalog)
+    with open_catalog(catalog) as c:
+        CLAIMS[scenario](c)
     snapshot_ids = [s[0] for s in state["snapshots"]]
     assert len(snapshot_ids) >= 6
     assert {sid for sid, _, _ in state["tables"]} <= set(snapshot_ids)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Setup from nothing, idempotent: Java check, PostgreSQL server binaries (tests only), .venv with the project.
+# Usage: bash scripts/setup.sh [--tests]   (sourced by scripts/test.sh and scripts/sample.sh)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+WITH_TESTS=0
+[ "${1:-}" = "--tests" ] && WITH_TESTS=1
+EXTRAS=".[test]"
+[ "$WITH_TESTS" -eq 1 ] || EXTRAS="."
+
+START=${START:-$SECONDS}
+step() { printf '\n==> %s  (+%ds)\n' "$*" "$((SECONDS - START))"; }
+die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo -n "$@"; else return 1; fi; }
+
+step "Java (Spark will need 17; not required yet)"
+if command -v java >/dev/null 2>&1; then
+    java_version=$(java -version 2>&1)
+    printf '%s\n' "$java_version"
+    if ! printf '%s\n' "$java_version" | head -n1 | grep -Eq 'version "17(\.|")'; then
+        echo "WARNING: Java 17 is what Spark will need; found the version above."
+    fi
+else
+    echo "WARNING: no java on PATH; Spark (not needed yet) will need Java 17 (Debian: openjdk-17-jre-headless)."
+fi
+
+if [ "$WITH_TESTS" -eq 1 ]; then
+step "PostgreSQL server binaries"
+have_pg_server() {
+    local d
+    for d in "${DUCKLAKE_TEST_PG_BINDIR:-}" "$(pg_config --bindir 2>/dev/null || true)" /usr/lib/postgresql/*/bin; do
+        if [ -n "$d" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/postgres" ]; then
+            echo "found in $d"
+            return 0
+        fi
+    done
+    return 1
+}
+if [ -n "${DUCKLAKE_TEST_PG_URL:-}" ]; then
+    echo "DUCKLAKE_TEST_PG_URL is set: the tests use that server"
+elif ! have_pg_server; then
+    command -v apt-get >/dev/null || die "PostgreSQL server binaries are missing and there is no apt-get: install PostgreSQL (initdb, pg_ctl, postgres) or set DUCKLAKE_TEST_PG_URL"
+    echo "missing: installing Debian's postgresql package"
+    as_root apt-get update -qq || die "apt-get update failed (or no root/sudo): install Debian's postgresql package"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
+        || die "apt-get install postgresql failed"
+    have_pg_server || die "postgresql installed but initdb/pg_ctl/postgres still not found"
+fi
+
+fi
+
+step "Python virtualenv (.venv)"
+PYTHON=${PYTHON:-python3}
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found: install Python >= 3.10"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+    || die "$("$PYTHON" --version 2>&1) is too old: Python >= 3.10 is required (set PYTHON=/path/to/python3.x)"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv || die "could not create .venv (Debian: apt-get install python3-venv)"
+fi
+.venv/bin/python --version
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
+.venv/bin/python -m pip install -q -c constraints.txt -e "$EXTRAS"
+

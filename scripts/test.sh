@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command of the README: setup from nothing, then ruff and the whole test suite.
+set -euo pipefail
+exec </dev/null
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+START=$SECONDS
+source scripts/setup.sh --tests
+
+step "ruff check ."
+ruff_rc=0
+.venv/bin/ruff check . || ruff_rc=$?  # still run the tests, fail at the end
+
+step "pytest"
+rc=0
+.venv/bin/pytest -q -p no:cacheprovider --durations=15 tests || rc=$?
+if [ "$rc" -eq 5 ]; then
+    die "pytest collected no tests"
+fi
+step "done: ruff exit code $ruff_rc, pytest exit code $rc, total $((SECONDS - START))s"
+[ "$ruff_rc" -eq 0 ] || die "ruff check failed (see above)"
+exit "$rc"
