@@ -23,7 +23,7 @@ from .errors import (
 )
 from .paths import relative_to, uuid7
 from .records import Column, ColumnStats, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
-from .state import LakeState
+from .state import LakeState, ci_lookup
 
 
 def quote(name: str) -> str:
@@ -138,13 +138,13 @@ class CatalogBuilder:
 
     # lookups -------------------------------------------------------------------------------------------------
     def schema(self, name: str) -> SchemaInfo:
-        found = self.schemas.get(name) or _ci(self.schemas, name)
+        found = ci_lookup(self.schemas, name)
         if found is None:
             raise NoSuchSchemaError(f"schema {name!r} does not exist")
         return found
 
     def table(self, schema: str, name: str) -> TableInfo:
-        found = self.tables.get((schema, name)) or _ci(self.tables, (schema, name))
+        found = ci_lookup(self.tables, (schema, name))
         if found is None:
             raise NoSuchTableError(f"table {schema}.{name} does not exist")
         return found
@@ -156,20 +156,20 @@ class CatalogBuilder:
         raise NoSuchTableError(f"table id {table_id} does not exist (was it dropped by another writer?)")
 
     def view(self, schema: str, name: str) -> ViewInfo:
-        found = self.views.get((schema, name)) or _ci(self.views, (schema, name))
+        found = ci_lookup(self.views, (schema, name))
         if found is None:
             raise NoSuchTableError(f"view {schema}.{name} does not exist")
         return found
 
     def check_free(self, schema: str, name: str) -> None:
-        if _ci(self.tables, (schema, name)) is not None:
+        if ci_lookup(self.tables, (schema, name)) is not None:
             raise TableExistsError(f"table {schema}.{name} already exists")
-        if _ci(self.views, (schema, name)) is not None:
+        if ci_lookup(self.views, (schema, name)) is not None:
             raise TableExistsError(f"a view {schema}.{name} already exists")
 
     # schemas -----------------------------------------------------------------------------------------------
     def create_schema(self, name: str) -> SchemaInfo:
-        if _ci(self.schemas, name) is not None:
+        if ci_lookup(self.schemas, name) is not None:
             raise SchemaExistsError(f"schema {name!r} already exists")
         sid = self.catalog_id()
         info = SchemaInfo(sid, str(uuid7()), name, name + "/", True, self.snapshot_id)
@@ -423,7 +423,7 @@ class CatalogBuilder:
         """The complete statement list: snapshot row, change rows, stats, schema versions, snapshot changes."""
         out: list[tuple[str, Any]] = [
             (
-                "INSERT INTO {p}ducklake_snapshot VALUES (:sid, " + _ts(self.db) + ", :sv, :nci, :nfi)",
+                f"INSERT INTO {{p}}ducklake_snapshot VALUES (:sid, {self.db.dialect.timestamp_literal_sql()}, :sv, :nci, :nfi)",
                 {"sid": self.snapshot_id, "ts": self.db.dialect.timestamp_param(self.now), "sv": self.schema_version,
                  "nci": self.next_catalog_id, "nfi": self.next_file_id},
             )
@@ -550,15 +550,3 @@ def _swap(columns: Sequence[Column], column_id: int, new: Column) -> tuple[Colum
     return tuple(sw(c) for c in columns)
 
 
-def _ci(d: dict[Any, Any], key: Any) -> Any:
-    if key in d:
-        return d[key]
-    low = tuple(k.lower() for k in key) if isinstance(key, tuple) else key.lower()
-    for k, v in d.items():
-        if (tuple(x.lower() for x in k) if isinstance(k, tuple) else k.lower()) == low:
-            return v
-    return None
-
-
-def _ts(db: CatalogDB) -> str:
-    return ":ts" if db.location.backend == "sqlite" else "CAST(:ts AS TIMESTAMPTZ)"

@@ -58,7 +58,7 @@ class DuckLake:
             now = dt.datetime.now(dt.timezone.utc)
             db.execute(
                 conn,
-                "INSERT INTO {p}ducklake_snapshot VALUES (0, " + _ts_sql(db) + ", 0, 1, 0)",
+                "INSERT INTO {p}ducklake_snapshot VALUES (0, " + db.dialect.timestamp_literal_sql() + ", 0, 1, 0)",
                 {"ts": db.dialect.timestamp_param(now)},
             )
             db.execute(
@@ -180,9 +180,6 @@ class DuckLake:
     def close(self) -> None:
         self.db.dispose()
 
-
-def _ts_sql(db: CatalogDB) -> str:
-    return ":ts" if db.location.backend == "sqlite" else "CAST(:ts AS TIMESTAMPTZ)"
 
 
 def _store_data_path(data_path: str) -> str:

@@ -351,7 +351,8 @@ class DeleteRows(Operation):
             b.add("DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": old.delete_file_id})
             spath, srel = b.data_path_relative(old.path)
             b.add(
-                "INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:d, :path, :rel, " + _ts(b) + ")",
+                "INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:d, :path, :rel, "
+                + b.db.dialect.timestamp_literal_sql() + ")",
                 {"d": old.delete_file_id, "path": spath, "rel": b.db.dialect.bool_param(srel),
                  "ts": b.db.dialect.timestamp_param(b.now)},
             )
@@ -424,7 +425,4 @@ def _add_name_mapping(b: CatalogBuilder, table_id: int, spec: DataFileSpec) -> i
     )
     return mid
 
-
-def _ts(b: CatalogBuilder) -> str:
-    return ":ts" if b.db.location.backend == "sqlite" else "CAST(:ts AS TIMESTAMPTZ)"
 

@@ -157,14 +157,14 @@ class LakeState:
     # lookups -------------------------------------------------------------------------------------------------
     def schema(self, name: str) -> SchemaInfo:
         """The schema with this name. Raises NoSuchSchemaError."""
-        found = self.schemas.get(name) or _ci_get(self.schemas, name)
+        found = ci_lookup(self.schemas, name)
         if found is None:
             raise NoSuchSchemaError(f"schema {name!r} does not exist at snapshot {self.snapshot_id}")
         return found
 
     def table(self, schema: str, name: str) -> TableInfo:
         """The table schema.name. Raises NoSuchTableError."""
-        found = self.tables.get((schema, name)) or _ci_get(self.tables, (schema, name))
+        found = ci_lookup(self.tables, (schema, name))
         if found is None:
             raise NoSuchTableError(f"table {schema}.{name} does not exist at snapshot {self.snapshot_id}")
         return found
@@ -176,7 +176,7 @@ class LakeState:
         raise NoSuchTableError(f"table id {table_id} does not exist at snapshot {self.snapshot_id}")
 
     def view(self, schema: str, name: str) -> ViewInfo:
-        found = self.views.get((schema, name)) or _ci_get(self.views, (schema, name))
+        found = ci_lookup(self.views, (schema, name))
         if found is None:
             raise NoSuchTableError(f"view {schema}.{name} does not exist at snapshot {self.snapshot_id}")
         return found
@@ -186,8 +186,8 @@ class LakeState:
         return (
             self.tables.get((schema, name))
             or self.views.get((schema, name))
-            or _ci_get(self.tables, (schema, name))
-            or _ci_get(self.views, (schema, name))
+            or ci_lookup(self.tables, (schema, name))
+            or ci_lookup(self.views, (schema, name))
         )
 
     def schema_by_id(self, schema_id: int) -> SchemaInfo:
@@ -249,8 +249,10 @@ class LakeState:
             return load_name_mappings(self.db, conn, tid)
 
 
-def _ci_get(d: dict[Any, Any], key: Any) -> Any:
-    """Case-insensitive lookup, as DuckDB resolves identifiers."""
+def ci_lookup(d: dict[Any, Any], key: Any) -> Any:
+    """Exact, then case-insensitive lookup of a name (or (schema, name)), as DuckDB resolves identifiers."""
+    if key in d:
+        return d[key]
     low = tuple(k.lower() for k in key) if isinstance(key, tuple) else key.lower()
     for k, v in d.items():
         kl = tuple(x.lower() for x in k) if isinstance(k, tuple) else k.lower()
