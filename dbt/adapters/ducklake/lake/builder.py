@@ -47,6 +47,9 @@ class ChangeSet:
     inlined_inserted: set[int] = field(default_factory=set)
     inlined_deleted: set[int] = field(default_factory=set)
     deleted_files: set[int] = field(default_factory=set)  # data files we delete rows from (for conflict checks)
+    # for conflict checks only: names of schemas we drop, ids of existing schemas we create entries in
+    dropped_schema_names: set[str] = field(default_factory=set)
+    created_in_schemas: set[int] = field(default_factory=set)
 
     def render(self) -> str:
         """The ducklake_snapshot_changes.changes_made string, in the reference's order."""
@@ -68,6 +71,14 @@ class ChangeSet:
     @property
     def empty(self) -> bool:
         return not self.render()
+
+    def without_tables(self, table_ids: set[int]) -> ChangeSet:
+        """A copy without these (provisional, transaction-local) table ids, for conflict checks."""
+        out = replace(self)
+        for name in ("inserted_tables", "deleted_tables", "altered_tables", "inlined_inserted", "inlined_deleted",
+                     "dropped_tables"):
+            setattr(out, name, getattr(self, name) - table_ids)
+        return out
 
 
 @dataclass
@@ -167,6 +178,10 @@ class CatalogBuilder:
         if ci_lookup(self.views, (schema, name)) is not None:
             raise TableExistsError(f"a view {schema}.{name} already exists")
 
+    def note_created_in(self, schema: SchemaInfo) -> None:
+        if schema.begin_snapshot < self.snapshot_id:  # an existing schema another writer could drop
+            self.changes.created_in_schemas.add(schema.schema_id)
+
     # schemas -----------------------------------------------------------------------------------------------
     def create_schema(self, name: str) -> SchemaInfo:
         if ci_lookup(self.schemas, name) is not None:
@@ -196,7 +211,11 @@ class CatalogBuilder:
             self.drop_view(v)
         self.end_rows("ducklake_schema", "schema_id = :id", {"id": info.schema_id})
         del self.schemas[info.name]
-        self.changes.dropped_schemas.add(info.schema_id)
+        if info.name in self.changes.created_schemas:  # created and dropped in this transaction: nothing to say
+            self.changes.created_schemas.remove(info.name)
+        else:
+            self.changes.dropped_schemas.add(info.schema_id)
+            self.changes.dropped_schema_names.add(info.name)
         self.ddl_change()
 
     # tables --------------------------------------------------------------------------------------------------
@@ -217,9 +236,10 @@ class CatalogBuilder:
         self.tables[(s.name, name)] = info
         self.created_table_ids.add(tid)
         self.changes.created_tables.append((s.name, name, False))
+        self.note_created_in(s)
         self.ddl_change(tid)
         if partition:
-            info = self.set_partitioning(info, partition, announce=False)
+            info = self.set_partitioning(info, partition)
         return info
 
     def insert_columns(self, table_id: int, columns: Sequence[Column], parent: int | None) -> None:
@@ -259,7 +279,11 @@ class CatalogBuilder:
             self.end_rows(catalog_table, "table_id = :id", {"id": info.table_id})
         self.end_rows("ducklake_tag", "object_id = :id", {"id": info.table_id})
         del self.tables[(info.schema_name, info.name)]
-        self.changes.dropped_tables.add(info.table_id)
+        if info.table_id in self.created_table_ids:  # created and dropped in this transaction
+            self.changes.created_tables = [c for c in self.changes.created_tables
+                                           if (c[0], c[1], c[2]) != (info.schema_name, info.name, False)]
+        else:
+            self.changes.dropped_tables.add(info.table_id)
         self.ddl_change()
 
     def rename_table(self, info: TableInfo, new_name: str) -> TableInfo:
@@ -275,9 +299,7 @@ class CatalogBuilder:
         self.ddl_change(info.table_id)
         return self.replace_table(info, replace(info, name=new_name))
 
-    def set_partitioning(
-        self, info: TableInfo, fields: Sequence[tuple[str, str]] | None, announce: bool = True
-    ) -> TableInfo:
+    def set_partitioning(self, info: TableInfo, fields: Sequence[tuple[str, str]] | None) -> TableInfo:
         if info.partition is not None:
             self.end_rows("ducklake_partition_info", "table_id = :id", {"id": info.table_id})
         spec = None
@@ -300,13 +322,12 @@ class CatalogBuilder:
                 [{"pid": pid, "tid": info.table_id, "k": f.key_index, "cid": f.column_id, "tr": f.transform}
                  for f in pf],
             )
-        if announce:
-            self.altered(info.table_id)
+        self.altered(info.table_id)
         return self.replace_table(info, replace(info, partition=spec))
 
     def altered(self, table_id: int, schema_row: bool = True) -> None:
-        if table_id not in self.created_table_ids:
-            self.changes.altered_tables.add(table_id)
+        # also for a table created in this commit, as the reference writes it (created_table:…,altered_table:<id>)
+        self.changes.altered_tables.add(table_id)
         self.ddl_change(table_id, schema_row)
 
     # columns -------------------------------------------------------------------------------------------------
@@ -356,6 +377,7 @@ class CatalogBuilder:
         self.insert_view(info)
         self.views[(s.name, name)] = info
         self.changes.created_tables.append((s.name, name, True))
+        self.note_created_in(s)
         self.ddl_change()
         return info
 

@@ -37,6 +37,11 @@ def parse_changes(text: str) -> OtherChanges:
     return out
 
 
+def other_created_names(other: OtherChanges) -> set[tuple[str, ...]]:
+    """(schema, name) of the tables and views other writers created."""
+    return {n for k in ("created_table", "created_view") for n in other.names.get(k, set())}
+
+
 def check_conflicts(db: CatalogDB, conn: Connection, base_snapshot: int, mine: ChangeSet) -> None:
     """Raise CommitConflictError if a snapshot after base_snapshot conflicts with these changes."""
     rows = db.query(
@@ -65,12 +70,17 @@ def check_conflicts(db: CatalogDB, conn: Connection, base_snapshot: int, mine: C
     for s in mine.created_schemas:
         if s.lower() in created_schemas:
             fail("create schema", s, "created a schema with this name already")
-    other_created = {tuple(x.lower() for x in n) for k in ("created_table", "created_view") for n in other.names.get(k, set())}
+    other_created = {tuple(x.lower() for x in n) for n in other_created_names(other)}
     for schema, name, _ in mine.created_tables:
         if (schema.lower(), name.lower()) in other_created:
             fail("create", f"{schema}.{name}", "created an entry with this name already")
-    if other.ids.get("dropped_schema") and mine.created_tables:
-        fail("create entries in a schema", "", "dropped a schema (re-run the transaction)")
+    for schema_id in mine.created_in_schemas:
+        if other.has("dropped_schema", schema_id):
+            fail("create an entry in schema", schema_id, "dropped this schema")
+    other_schemas_with_new_entries = {n[0].lower() for n in other_created_names(other)}
+    for name in mine.dropped_schema_names:
+        if name.lower() in other_schemas_with_new_entries:
+            fail("drop schema", f'"{name}"', "created an entry in this schema")
     for t in mine.inserted_tables:
         for kind, why in (("dropped_table", "dropped it"), ("altered_table", "altered it"),
                           ("deleted_from_table", "deleted from it"), ("inlined_delete", "deleted inlined data from it")):

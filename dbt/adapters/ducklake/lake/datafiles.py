@@ -36,8 +36,11 @@ def describe_parquet(
     *,
     partition_values: Sequence[str | None] = (),
     by: str = "field_id",
+    contains_nan: dict[int, bool] | None = None,
 ) -> DataFileSpec:
     """Read a Parquet footer and describe the file for registration: counts, sizes, per-leaf stats.
+
+    contains_nan: what the writer knows of NaNs per float column id (a footer cannot tell; unknown means "maybe").
 
     Raises:
         InvalidDataFileError: the file is not Parquet, or its columns cannot be mapped to the table's.
@@ -60,7 +63,7 @@ def describe_parquet(
             raise InvalidDataFileError(
                 f"{path}: columns {missing_ids} carry no Parquet field id; write field ids or register with a name mapping"
             )
-    stats = tuple(file_column_stats(meta, columns, by=by))
+    stats = tuple(file_column_stats(meta, columns, by=by, contains_nan=contains_nan))
     mapping = name_mapping_for(pf.schema_arrow, columns) if by == "name" else None
 
     return DataFileSpec(

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from .builder import CatalogBuilder
 from .datafiles import DataFileSpec
 from .deletes import merge_positions, read_delete_file, write_delete_file
-from .errors import CommitConflictError, InvalidDataFileError, SchemaEvolutionError
+from .errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
 from .paths import delete_file_name, join_path, relative_to
-from .records import Column, DataFile
+from .records import Column, DataFile, TableInfo
 from .state import load_files
 
 # The widening type changes the reference allows (DuckDB's max-logical-type rule, checked against DuckDB 1.5).
@@ -51,9 +51,14 @@ def promotion_allowed(source: str, target: str) -> bool:
 
 
 class Operation:
-    """A staged change. ddl operations also run at staging time, so later operations see their effect."""
+    """A staged change. ddl operations also run at staging time, so later operations see their effect.
+
+    An operation on a table that existed when it was staged is bound to that table's id (bound_table_id), so a
+    retried commit applies it to the same table even if another writer renamed it meanwhile, as the reference does.
+    """
 
     ddl = True
+    bound_table_id: int | None = None
 
     def apply(self, b: CatalogBuilder) -> None:
         raise NotImplementedError
@@ -111,9 +116,9 @@ class DropTable(Operation):
     if_exists: bool = False
 
     def apply(self, b: CatalogBuilder) -> None:
-        if self.if_exists and (self.schema, self.name) not in b.tables:
+        if self.if_exists and _bound_or_none(b, self, self.name) is None:
             return
-        b.drop_table(b.table(self.schema, self.name))
+        b.drop_table(bound_table(b, self, self.name))
 
 
 @dataclass
@@ -123,7 +128,7 @@ class RenameTable(Operation):
     new_name: str
 
     def apply(self, b: CatalogBuilder) -> None:
-        b.rename_table(b.table(self.schema, self.name), self.new_name)
+        b.rename_table(bound_table(b, self, self.name), self.new_name)
 
 
 @dataclass
@@ -133,7 +138,7 @@ class SetPartitioning(Operation):
     fields: tuple[tuple[str, str], ...] | None
 
     def apply(self, b: CatalogBuilder) -> None:
-        b.set_partitioning(b.table(self.schema, self.name), self.fields)
+        b.set_partitioning(bound_table(b, self, self.name), self.fields)
 
 
 @dataclass
@@ -143,7 +148,7 @@ class AddColumn(Operation):
     column: Column
 
     def apply(self, b: CatalogBuilder) -> None:
-        b.add_column(b.table(self.schema, self.table), self.column)
+        b.add_column(bound_table(b, self, self.table), self.column)
 
 
 @dataclass
@@ -153,7 +158,7 @@ class DropColumn(Operation):
     column: str
 
     def apply(self, b: CatalogBuilder) -> None:
-        b.drop_column(b.table(self.schema, self.table), self.column)
+        b.drop_column(bound_table(b, self, self.table), self.column)
 
 
 @dataclass
@@ -170,7 +175,7 @@ class AlterColumn(Operation):
     nullable: bool | None = None
 
     def apply(self, b: CatalogBuilder) -> None:
-        info = b.table(self.schema, self.table)
+        info = bound_table(b, self, self.table)
         old = info.column(self.column)
         new = old
         if self.new_name is not None and self.new_name != old.name:
@@ -207,7 +212,7 @@ class SetComment(Operation):
         if self.column is None and (self.schema, self.name) in b.views:
             b.set_tag(b.view(self.schema, self.name).view_id, "comment", self.comment, is_view=True)
             return
-        info = b.table(self.schema, self.name)
+        info = bound_table(b, self, self.name)
         if self.column is None:
             b.set_tag(info.table_id, "comment", self.comment, is_view=False)
         else:
@@ -267,7 +272,7 @@ class AddDataFiles(Operation):
     ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
-        info = b.table(self.schema, self.table)
+        info = bound_table(b, self, self.table)
         nkeys = len(info.partition.fields) if info.partition else 0
         table_dir = b.latest.table_path(info) if info.table_id in _live_ids(b) else _new_table_dir(b, info)
         delta = b.stats_delta(info.table_id)
@@ -335,7 +340,7 @@ class DeleteRows(Operation):
     ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
-        info = b.table(self.schema, self.table)
+        info = bound_table(b, self, self.table)
         f = _live_file(b, info.table_id, self.data_file_id)
         bad = [p for p in self.positions if p < 0 or p >= f.record_count]
         if bad:
@@ -393,7 +398,7 @@ class DeleteInlinedRows(Operation):
     ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
-        info = b.table(self.schema, self.table)
+        info = bound_table(b, self, self.table)
         names = [r[0] for r in b.db.query(
             b.conn, "SELECT table_name FROM {p}ducklake_inlined_data_tables WHERE table_id = :t", {"t": info.table_id}
         )]
@@ -408,6 +413,20 @@ class DeleteInlinedRows(Operation):
                 [{"sid": b.snapshot_id, "r": r} for r in ids],
             )
         b.changes.inlined_deleted.add(info.table_id)
+
+
+def bound_table(b: CatalogBuilder, op: Operation, name: str) -> TableInfo:
+    """The table an operation works on: by its bound id, else by name (a table created in this transaction)."""
+    if op.bound_table_id is not None:
+        return b.table_by_id(op.bound_table_id)
+    return b.table(op.schema, name)  # type: ignore[attr-defined]
+
+
+def _bound_or_none(b: CatalogBuilder, op: Operation, name: str) -> TableInfo | None:
+    try:
+        return bound_table(b, op, name)
+    except NoSuchTableError:
+        return None
 
 
 def _live_ids(b: CatalogBuilder) -> set[int]:

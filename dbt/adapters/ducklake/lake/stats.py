@@ -412,8 +412,13 @@ def _leaf_stats(col: Column, node: _Node, metas: list[dict[int, Any] | None], du
             contains_nan = missing_bounds
         else:
             contains_nan = True  # unknown: other writers skip NaN silently; True means "maybe" to DuckDB
-    return ColumnStats(col.column_id, size, value_count, null_count, lows.pick(t, True), highs.pick(t, False),
-                       contains_nan)
+    low, high = lows.pick(t, True), highs.pick(t, False)
+    if t in FLOAT_TYPES:
+        # Parquet writers store a zero minimum as -0.0 and a zero maximum as +0.0 (the spec asks for it); DuckDB
+        # prints the zero it holds, so MIN answered from metadata would say -0.0 for data holding 0.0
+        low = "0.0" if low == "-0.0" else low
+        high = "0.0" if high == "-0.0" else high
+    return ColumnStats(col.column_id, size, value_count, null_count, low, high, contains_nan)
 
 
 def _nan_aware_duckdb(created_by: str) -> bool:

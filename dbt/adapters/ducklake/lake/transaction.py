@@ -80,12 +80,16 @@ class Transaction:
     def _stage(self, op: ops.Operation) -> None:
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
+        self._bind(op)
         if op.ddl:
             op.apply(self._staged)  # validates now, with a clear error, before anything is written
         else:
             # data operations run at commit; here they only check the table and note what they touch
-            info = self._staged.table(op.schema, op.table)  # type: ignore[attr-defined]
+            info = ops.bound_table(self._staged, op, op.table)  # type: ignore[attr-defined]
             changes = self._staged.changes
+            if info.table_id in self._staged.created_table_ids:
+                self._ops.append(op)  # a new table's provisional id means nothing to other writers
+                return
             if isinstance(op, ops.AddDataFiles):
                 changes.inserted_tables.add(info.table_id)
             elif isinstance(op, ops.DeleteRows):
@@ -94,6 +98,20 @@ class Transaction:
             elif isinstance(op, ops.DeleteInlinedRows):
                 changes.inlined_deleted.add(info.table_id)
         self._ops.append(op)
+
+    def _bind(self, op: ops.Operation) -> None:
+        """Bind an operation on an existing table to the table's id (see Operation)."""
+        if isinstance(op, ops.CreateTable | ops.CreateView | ops.CreateSchema | ops.DropSchema):
+            return
+        name = getattr(op, "table", None) or getattr(op, "name", None)
+        schema = getattr(op, "schema", None)
+        if not isinstance(name, str) or schema is None:
+            return
+        from .state import ci_lookup
+
+        info = ci_lookup(self._staged.tables, (schema, name))
+        if info is not None and info.table_id not in self._staged.created_table_ids:
+            op.bound_table_id = info.table_id
 
     # DDL ----------------------------------------------------------------------------------------------------------
     def create_schema(self, name: str, *, if_not_exists: bool = False) -> None:
@@ -215,7 +233,8 @@ class Transaction:
                 with db.write() as conn:
                     latest_snap = latest_snapshot(db, conn)
                     if latest_snap.snapshot_id != self.base.snapshot_id:
-                        check_conflicts(db, conn, self.base.snapshot_id, self._staged.changes)
+                        mine = self._staged.changes.without_tables(self._staged.created_table_ids)
+                        check_conflicts(db, conn, self.base.snapshot_id, mine)
                     latest = load_state(db, conn, latest_snap, self.lake.data_path)
                     builder = CatalogBuilder(db, conn, latest)
                     for op in self._ops:

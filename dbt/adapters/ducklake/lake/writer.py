@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .datafiles import DataFileSpec, describe_parquet
@@ -86,5 +87,14 @@ def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str 
     local = to_local(path)
     os.makedirs(os.path.dirname(local), exist_ok=True)
     pq.write_table(data, local, compression="snappy", write_statistics=True)
-    return describe_parquet(path, table.columns, partition_values=key)
+    return describe_parquet(path, table.columns, partition_values=key, contains_nan=_nan_presence(table, data))
+
+
+def _nan_presence(table: TableInfo, data: pa.Table) -> dict[int, bool]:
+    """Whether each top-level float column holds a NaN (the writer knows; a Parquet footer does not)."""
+    out = {}
+    for col in table.columns:
+        if col.type in ("float32", "float64"):
+            out[col.column_id] = bool(pc.any(pc.is_nan(data.column(col.name))).as_py() or False)
+    return out
 
