@@ -6,8 +6,9 @@ sizes, the per-file statistics values (min/max of ducklake_file_column_stats; th
 compared) and the created_by/data_path metadata. Every other exclusion is a documented, legitimate difference:
 
 * DuckDB needs `CALL lake.set_option('data_inlining_row_limit', 0)` to write files for a 10-row insert (we never
-  inline); that call persists a ducklake_metadata row which our lake does not have. With the option set before the
-  first CREATE, DuckDB creates no ducklake_inlined_data_* tables either, so the set of catalog tables is identical.
+  inline); our lake gets the same persisted option (DuckLake.set_option), so neither side creates
+  ducklake_inlined_data_* tables and the ducklake_metadata rows agree. (With inlining on, both create the same
+  inlined-data tables: tests/lake/test_inlined.py.)
 * DuckDB stores a view's SQL with the `{DUCKLAKE_CATALOG}.` placeholder in front of catalog-qualified names; we store
   the SQL as given (here DuckDB's normalized text without the catalog). Compared with the placeholder removed.
 * DuckDB puts delete files in the table directory, we put them next to their data file (`cat=a/`): paths are not
@@ -183,11 +184,6 @@ def _view_sql(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return row[:6] + (row[6].replace(PLACEHOLDER, "") if row[6] else row[6],) + row[7:]
 
 
-def _drop_inlining_option(row: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    # legit: the DuckDB side needed set_option('data_inlining_row_limit', 0); our lake never inlines
-    return None if row[0] == "data_inlining_row_limit" else row
-
-
 @dataclass(frozen=True)
 class Compared:
     sql: str
@@ -241,7 +237,7 @@ COMPARED: dict[str, Compared] = {
         "SELECT data_file_id, path_is_relative FROM {p}ducklake_files_scheduled_for_deletion"),
     "ducklake_metadata": Compared(
         "SELECT key, value, scope, scope_id FROM {p}ducklake_metadata WHERE key NOT IN ('created_by', 'data_path')",
-        theirs=_drop_inlining_option),
+        ),
     "ducklake_inlined_data_tables": Compared(
         "SELECT table_id, table_name, schema_version FROM {p}ducklake_inlined_data_tables"),
     "ducklake_column_mapping": Compared("SELECT mapping_id, table_id, type FROM {p}ducklake_column_mapping"),
@@ -304,6 +300,7 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     (theirs_dir / "data").mkdir()
     our_data, their_data = str(ours_dir / "data") + "/", str(theirs_dir / "data") + "/"
     lake = DuckLake.create(ours, our_data)
+    lake.set_option("data_inlining_row_limit", "0")
     try:
         our_snaps = run_ours(lake)
     finally:
@@ -406,6 +403,7 @@ def test_create_and_alter_in_one_commit(tmp_path: Path) -> None:
     finally:
         con.close()
     lake = DuckLake.create(ours, str(tmp_path / "ours") + "/")
+    lake.set_option("data_inlining_row_limit", "0")
     i = [Column(0, "i", "int32")]
     with lake.transaction() as tx:
         tx.create_table("main", "a", i)

@@ -25,6 +25,8 @@ from .paths import relative_to, uuid7
 from .records import Column, ColumnStats, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
 from .state import LakeState, ci_lookup
 
+DEFAULT_INLINING_LIMIT = 10  # spec 1.0's default data_inlining_row_limit
+
 
 def quote(name: str) -> str:
     """A name in a change string: double-quoted, '"' doubled (DuckDB's KeywordHelper::WriteQuoted)."""
@@ -452,6 +454,7 @@ class CatalogBuilder:
         ]
         out += self.statements
         out += self.stats_statements()
+        out += self.inlined_table_statements()
         if self.schema_version_tables:
             out.append((
                 "INSERT INTO {p}ducklake_schema_versions VALUES (:sid, :sv, :tid)",
@@ -463,6 +466,45 @@ class CatalogBuilder:
             {"sid": self.snapshot_id, "c": self.changes.render(), "a": author, "m": message, "x": extra},
         ))
         return out
+
+    def inlined_table_statements(self) -> list[tuple[str, Any]]:
+        """An empty inlined-data table for every table this commit creates or alters, as the reference makes them.
+
+        DuckDB inserts small batches into a table's newest inlined-data table; without one for the new schema
+        version it would write rows of the new shape into the old one.
+        """
+        out: list[tuple[str, Any]] = []
+        tables = [self.table_by_id(t) for t in sorted(self.schema_version_tables)
+                  if t not in self.changes.dropped_tables and any(i.table_id == t for i in self.tables.values())]
+        if not tables:
+            return out
+        limits = {(r[0], r[1]): r[2] for r in self.db.query(
+            self.conn, "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = 'data_inlining_row_limit'")}
+        for info in tables:
+            limit = next((limits[k] for k in (("table", info.table_id), ("schema", info.schema_id), (None, None))
+                          if k in limits), str(DEFAULT_INLINING_LIMIT))
+            if int(limit) <= 0 or not self.can_inline(info):
+                continue
+            name = f"ducklake_inlined_data_{info.table_id}_{self.schema_version}"
+            cols = ", ".join(
+                '"' + c.name.replace('"', '""') + '" ' + self.db.dialect.inlined_column_type(c) for c in info.columns
+            )
+            out.append(("INSERT INTO {p}ducklake_inlined_data_tables VALUES (:t, :n, :v)",
+                        {"t": info.table_id, "n": name, "v": self.schema_version}))
+            out.append((f"CREATE TABLE IF NOT EXISTS {{p}}{name}(row_id BIGINT, begin_snapshot BIGINT, "
+                        f"end_snapshot BIGINT, {cols})", None))
+        return out
+
+    def can_inline(self, info: TableInfo) -> bool:
+        """The reference's CanInlineColumns: no system column names, names the backend can hold, inlinable types."""
+        for col in info.columns:
+            if col.name.lower() in ("row_id", "begin_snapshot", "end_snapshot"):
+                return False
+            if len(col.name) > self.db.dialect.max_identifier_length:
+                return False
+            if any(n.type in ("geometry", "variant") for n in col.walk()):
+                return False
+        return True
 
     def stats_statements(self) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = []

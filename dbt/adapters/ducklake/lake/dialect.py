@@ -5,7 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .records import Column
 
 # The catalog DDL uses DuckDB's type names; other backends store some of them differently, exactly as
 # DuckDB's sqlite/postgres metadata managers create them (checked by dumping catalogs DuckDB created).
@@ -53,6 +56,14 @@ class Dialect:
         """SQL for a bound timestamp parameter compared with snapshot_time."""
         return "CAST(:ts AS TIMESTAMPTZ)"
 
+    def inlined_column_type(self, col: Column) -> str:
+        """The column type of an inlined-data table, as the reference's metadata manager declares it."""
+        from .inlined import duckdb_sql_type
+
+        return duckdb_sql_type(col)
+
+    max_identifier_length = 1 << 30
+
     def is_conflict(self, exc: BaseException) -> bool:
         """Whether a failed commit lost a race (a retry may succeed), judged by exception type, never message."""
         import duckdb
@@ -80,6 +91,12 @@ class SQLiteDialect(Dialect):
         # stored as DuckDB's text form in UTC, which sorts like the timestamp it spells
         return ":ts"
 
+    def inlined_column_type(self, col: Column) -> str:
+        # as DuckDB's sqlite scanner creates them: integers BIGINT, blobs BLOB, everything else text
+        if col.type in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "boolean"):
+            return "BIGINT"
+        return "BLOB" if col.type == "blob" else "VARCHAR"
+
     def is_conflict(self, exc: BaseException) -> bool:
         import sqlite3
 
@@ -88,9 +105,24 @@ class SQLiteDialect(Dialect):
         )  # SQLITE_BUSY / SQLITE_LOCKED after the busy timeout
 
 
+_PG_INLINED = {
+    "int8": "SMALLINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT", "uint8": "INTEGER",
+    "uint16": "INTEGER", "uint32": "BIGINT", "float32": "REAL", "float64": "DOUBLE PRECISION", "boolean": "BOOLEAN",
+    "varchar": "BYTEA", "blob": "BYTEA", "json": "BYTEA", "time": "TIME", "timetz": "TIME WITH TIME ZONE",
+    "uuid": "UUID", "interval": "INTERVAL",
+}
+
+
 class PostgresDialect(Dialect):
     name = "postgresql"
     default_schema = "public"
+    max_identifier_length = 63
+
+    def inlined_column_type(self, col: Column) -> str:
+        # as DuckDB's postgres metadata manager declares them (text where PostgreSQL's range or format differs)
+        if col.type.startswith("decimal"):
+            return "NUMERIC" + col.type[len("decimal"):]
+        return _PG_INLINED.get(col.type, "VARCHAR")
 
     def uuid_param(self, value: uuid.UUID | str) -> Any:
         return uuid.UUID(str(value))

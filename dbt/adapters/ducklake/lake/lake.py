@@ -167,6 +167,21 @@ class DuckLake:
                 return found[key]
         return None
 
+    def set_option(self, name: str, value: str, *, schema_id: int | None = None, table_id: int | None = None) -> None:
+        """Persist an option in ducklake_metadata (global, schema or table scope), as DuckDB's set_option does.
+
+        Like the reference, this writes no snapshot. Example: set_option('data_inlining_row_limit', '0').
+        """
+        scope, scope_id = ("table", table_id) if table_id is not None else (
+            ("schema", schema_id) if schema_id is not None else (None, None))
+        where = "key = :k AND scope IS NULL" if scope is None else "key = :k AND scope = :s AND scope_id = :i"
+        with self.db.write() as conn:
+            self.db.execute(conn, f"DELETE FROM {{p}}ducklake_metadata WHERE {where}", {"k": name, "s": scope, "i": scope_id})
+            self.db.execute(conn, "INSERT INTO {p}ducklake_metadata VALUES (:k, :v, :s, :i)",
+                            {"k": name, "v": str(value), "s": scope, "i": scope_id})
+        if scope is None:
+            self.options[name] = str(value)
+
     def transaction(self, **kw: Any) -> Transaction:
         """Start staging changes; commit them as one snapshot (see Transaction)."""
         from .transaction import Transaction
