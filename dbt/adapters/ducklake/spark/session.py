@@ -1,0 +1,51 @@
+"""SparkSession settings the layer relies on, and a builder for local or standalone sessions."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+# What the layer needs from any session (local, standalone or Connect): field ids on write and read, UTC session
+# time (DuckLake timestamps are UTC instants), and views over parquet.`path` sources.
+REQUIRED_CONF: dict[str, str] = {
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.legacy.parquet.nanosAsLong": "false",
+}
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    # the in-memory session catalog: databases and persistent views without Hive (about 3 s faster to start)
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
+def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
+                  conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A SparkSession for the layer: given master (local[*], spark://host:port), defaults, user conf, required conf.
+
+    Raises:
+        ValueError: user conf contradicts a setting the layer needs.
+    """
+    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = {**DEFAULT_CONF, "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+    for key, value in (conf or {}).items():
+        if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
+            raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")
+        settings[key] = str(value)
+    settings.update(REQUIRED_CONF)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def apply_required_conf(spark: SparkSession) -> None:
+    """Set the runtime settings the layer needs on an existing session (e.g. one the user made)."""
+    for key, value in REQUIRED_CONF.items():
+        spark.conf.set(key, value)
