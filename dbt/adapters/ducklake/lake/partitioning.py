@@ -1,7 +1,7 @@
 """Partition transforms as the reference computes them, on Arrow data: the values stored per data file.
 
 identity = the value's text; year/month/day/hour = DuckDB's year()/month()/day()/hour() (calendar fields, not
-Iceberg epoch offsets); bucket(N) = (murmur3_32(value) & 2147483647) % N with Iceberg's hashing of each type.
+Iceberg epoch offsets); bucket(N) = (murmur3_32(value) & 2147483647) % N, hashing each type as DuckDB 1.5 does (tests compare).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from .errors import SchemaEvolutionError
 from .records import Column, TableInfo
-from .types import format_value
+from .types import decimal_params, format_value
 
 _BUCKET = re.compile(r"^bucket\((\d+)\)$")
 _TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
@@ -74,8 +74,10 @@ def transform_values(col: Column, transform: str, arr: pa.ChunkedArray | pa.Arra
 
 def _bucket_bytes(type_: str, v: Any) -> bytes:
     """Iceberg's single-value serialisation for hashing (ints as 8-byte little endian longs, etc.)."""
-    if type_ in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"):
+    if type_ in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "boolean"):
         return struct.pack("<q", int(v))
+    if type_ in ("float32", "float64"):
+        return struct.pack("<d", float(v))  # DuckDB hashes both as the double's bits
     if type_ == "date":
         return struct.pack("<q", (v - dt.date(1970, 1, 1)).days)
     if type_ in ("timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"):
@@ -88,11 +90,14 @@ def _bucket_bytes(type_: str, v: Any) -> bytes:
     if type_ == "blob":
         return bytes(v)
     if type_ == "uuid":
-        return v.bytes if hasattr(v, "bytes") else bytes(v)
-    if type_.startswith("decimal") and isinstance(v, Decimal):
-        unscaled = int(v.scaleb(-v.as_tuple().exponent)) if v.as_tuple().exponent < 0 else int(v)
-        n = max(1, (unscaled.bit_length() + 8) // 8)
-        return unscaled.to_bytes(n, "big", signed=True)
+        return str(v).encode("ascii")  # DuckDB hashes a UUID's canonical text, not its 16 bytes
+    if type_.startswith("decimal"):
+        # as DuckDB 1.5 hashes them (checked against it): the unscaled value as a long up to 18 digits, the text above
+        p, s = decimal_params(type_)
+        value = Decimal(v)
+        if p <= 18:
+            return struct.pack("<q", int(value.scaleb(s)))
+        return format_value(type_, value, form="value").encode("utf-8")
     raise SchemaEvolutionError(f"bucket partitioning of {type_} columns is not supported")
 
 
