@@ -1,0 +1,592 @@
+"""Spark DataFrames -> DuckLake data files, written by the executors, registered by one lake transaction.
+
+Order of a write (style: spark/ 3): Spark writes Parquet into a fresh staging directory under the table's directory;
+the driver lists the written files, reads their footers into DataFileSpecs, and moves each file to DuckDB's layout
+(`<table>/<key>=<value>/…/ducklake-<uuidv7>.parquet`); `lake.Transaction` commits them. No table data passes through
+the driver.
+
+Choices (see the module's functions for details):
+- Field ids: Spark writes `parquet.field.id` on top-level and struct fields only; a table with a list or map anywhere
+  is registered with a DuckLake name mapping instead (DuckDB would read unlabelled list elements and map entries as
+  NULL).
+- Partition keys are computed by Spark expressions (no Python UDF, so nothing of this package has to be importable on
+  executors): one STRING key column per partition field, holding a lossless text from which the driver derives the
+  exact value DuckDB stores. bucket(N) reproduces murmur3_32 on the reference's byte encoding with Spark's own hash().
+- NaN: parquet-mr orders floats with Float.compare, so a chunk holding a NaN always has a NaN max; a float column whose
+  footer bounds are all present and not NaN holds no NaN (exact, no extra pass). Otherwise it is "maybe" (True).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import zlib
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..lake.datafiles import DataFileSpec, describe_parquet
+from ..lake.errors import CommitStateUnknownError, DuckLakeError, InvalidDataFileError, UnsupportedTypeError
+from ..lake.lake import DuckLake
+from ..lake.partitioning import validate_transform
+from ..lake.paths import as_dir, data_file_name, join_path, to_local, uuid7
+from ..lake.records import Column, Snapshot, TableInfo
+from ..lake.types import format_value, parse_type
+from ..lake.writer import NULL_PARTITION_DIR
+from .types import columns_from_spark, spark_schema
+
+if TYPE_CHECKING:
+    from ..lake.transaction import Transaction
+
+# Spark's hash() is murmur3_32 with seed 42, chaining each argument's hash as the next seed. The seed-42 hash of this
+# int is 0, so hash(_SEED0, x) = murmur3_32(x, seed=0): the reference's bucket hash for an 8-byte long or 4k bytes.
+_SEED0 = -1693959553
+_M32 = 0xFFFFFFFF
+_C1, _C2 = 0xCC9E2D51, 0x1B873593
+_F1, _F2 = 0x85EBCA6B, 0xC2B2AE35
+_BUCKET = re.compile(r"^bucket\((\d+)\)$")
+_MICROS_PER_DAY, _MICROS_PER_HOUR = 86_400_000_000, 3_600_000_000
+# Types whose bucket hash is the murmur3 of the value as an 8-byte little-endian long, as DuckDB 1.5 computes it
+# (checked against DuckDB: ints, booleans as 0/1, dates as days, timestamps as micros, decimal(p<=18) as unscaled).
+_LONG_BUCKET = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "boolean"}
+_BYTES_BUCKET = {"varchar", "json", "blob"}
+_SHORT_KEY = 32  # bytes of a string/blob partition value that go into a Spark directory name as they are
+_WRITER_OPTIONS = {
+    "compression": "snappy",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",  # no _SUCCESS marker (options reach Hadoop conf)
+    "parquet.summary.metadata.level": "NONE",  # no _metadata/_common_metadata summary files
+}
+_REQUIRED = {"spark.sql.parquet.fieldId.write.enabled": "true",
+             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
+
+# ---------------------------------------------------------------------------------------------------- public API
+
+def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str) -> list[DataFileSpec]:
+    """Write the DataFrame's rows as data files of the table (Spark executors), returning specs for add_data_files.
+
+    Files land under table_dir in DuckDB's layout; empty files are dropped. The caller owns the returned files: it
+    registers them, or removes them with `discard_files` after a definite failure.
+
+    Raises:
+        InvalidDataFileError: the DataFrame lacks a table column, has extra columns, or a column cannot be cast.
+        UnsupportedTypeError: the table has a type Spark cannot hold, or a bucket transform of an unsupported type.
+        ValueError: the session lacks a setting the layer needs (field ids, microsecond timestamps), or table_dir
+            is not on a file system the driver can reach.
+    """
+    _check_session(spark)
+    if "://" in table_dir and not table_dir.startswith("file://"):
+        raise ValueError(f"the Spark writer needs the table directory on a file system the driver can list and move "
+                         f"files in (a local or shared path); got {table_dir!r}")
+    conformed = conform(df, table)
+    keys = _partition_keys(table, conformed)
+    staging = join_path(as_dir(table_dir), f"ducklake-write-{uuid7()}")
+    local_staging = to_local(staging)
+    moved: list[DataFileSpec] = []
+    try:
+        out = conformed
+        for key in keys:
+            out = key.add(out)
+        writer = out.select(*[F.col(_q(c.name)) for c in table.columns], *[F.col(k.name) for k in keys]).write
+        writer = writer.options(**_WRITER_OPTIONS).mode("errorifexists")
+        if keys:
+            writer = writer.partitionBy(*[k.name for k in keys])
+        writer.parquet(_uri(staging))
+        by = "name" if any(_has_list_or_map(c) for c in table.columns) else "field_id"
+        for path, key_texts in _written_files(local_staging, [k.name for k in keys]):
+            spec = _describe(path, table, keys, key_texts, by)
+            if spec is None:
+                continue
+            moved.append(_move(spec, table, keys, table_dir))
+    except BaseException:
+        discard_files(moved, table_dir)
+        raise
+    finally:
+        shutil.rmtree(local_staging, ignore_errors=True)
+    return moved
+
+
+def append(
+    spark: SparkSession,
+    lake: DuckLake,
+    schema: str,
+    table: str,
+    df: DataFrame,
+    *,
+    author: str | None = None,
+    commit_message: str | None = None,
+    commit_extra_info: str | None = None,
+) -> Snapshot | None:
+    """INSERT INTO schema.table the DataFrame's rows as one snapshot; None when there were no rows to add.
+
+    Raises:
+        NoSuchTableError: the table does not exist (or was dropped before the commit).
+        CommitConflictError: another writer committed a conflicting change (the written files are removed).
+        InvalidDataFileError / UnsupportedTypeError: the DataFrame does not fit the table.
+    """
+    txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    info = txn.table(schema, table)
+    table_dir = txn.base.table_path(info)
+    try:
+        files = write_files(spark, df, info, table_dir)
+    except BaseException:
+        txn.abandon()
+        raise
+    if not files:
+        txn.abandon()
+        return None
+    return _commit(txn, files, table_dir, lambda: txn.add_data_files(schema, table, files))
+
+
+def create_table_as(
+    spark: SparkSession,
+    lake: DuckLake,
+    schema: str,
+    table: str,
+    df: DataFrame,
+    *,
+    partition_by: Sequence[tuple[str, str]] | None = None,
+    replace: bool = False,
+    comment: str | None = None,
+    author: str | None = None,
+    commit_message: str | None = None,
+    commit_extra_info: str | None = None,
+) -> Snapshot:
+    """CREATE [OR REPLACE] TABLE schema.table AS the DataFrame: table and rows in ONE snapshot.
+
+    partition_by is [(column, transform)], transforms as DuckLake's (identity, year, month, day, hour, bucket(N)).
+    Readers see the old table (if replaced) until the commit.
+
+    Raises:
+        UnsupportedTypeError: a DataFrame column has a type DuckLake cannot store (named in the message).
+        TableExistsError: the table exists and replace is False.
+        NoSuchSchemaError: the schema does not exist.
+        CommitConflictError: another writer committed a conflicting change (the written files are removed).
+    """
+    columns = columns_from_spark(df.schema)
+    txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
+    # the staged table's directory: its schema's directory (the schema exists at the base) + the table's path
+    table_dir = txn.base.table_path(staged)
+    try:
+        files = write_files(spark, df, staged, table_dir)
+    except BaseException:
+        txn.abandon()
+        raise
+
+    def stage() -> None:
+        if files:
+            txn.add_data_files(schema, table, files)
+
+    snap = _commit(txn, files, table_dir, stage)
+    assert snap is not None  # a CREATE TABLE is never an empty transaction
+    return snap
+
+
+def discard_files(files: Sequence[DataFileSpec], table_dir: str) -> None:
+    """Remove written files that no commit references (after a definite failure), and partition directories
+    below table_dir that this leaves empty."""
+    root = os.path.abspath(to_local(table_dir))
+    dirs = set()
+    for spec in files:
+        local = os.path.abspath(to_local(spec.path))
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(local)
+        dirs.add(os.path.dirname(local))
+    for d in sorted(dirs, key=len, reverse=True):
+        while d.startswith(root + os.sep):
+            try:
+                os.rmdir(d)  # only if empty
+            except OSError:
+                break
+            d = os.path.dirname(d)
+
+
+# ------------------------------------------------------------------------------------------ conforming the data
+
+def conform(df: DataFrame, table: TableInfo) -> DataFrame:
+    """The DataFrame as the table's columns: matched by name (case-insensitive), in table order, cast to the
+    table's Spark types, carrying field ids.
+
+    Raises:
+        InvalidDataFileError: a missing, ambiguous or extra column, or a cast Spark cannot do (named with both types).
+        UnsupportedTypeError: a table column has a type Spark cannot hold.
+    """
+    target = spark_schema(table.columns)
+    by_name: dict[str, list[T.StructField]] = {}
+    for f in df.schema.fields:
+        by_name.setdefault(f.name.lower(), []).append(f)
+    where = f"table {table.schema_name}.{table.name}"
+    extra = [f.name for f in df.schema.fields if f.name.lower() not in {c.name.lower() for c in table.columns}]
+    if extra:
+        raise InvalidDataFileError(f"the data has columns {extra} that {where} does not have "
+                                   f"(its columns: {[c.name for c in table.columns]})")
+    exprs, sources = [], []
+    for field in target.fields:
+        found = by_name.get(field.name.lower(), [])
+        if not found:
+            raise InvalidDataFileError(f"the data has no column {field.name!r} of {where} "
+                                       f"(type {field.dataType.simpleString()}; data columns: {df.columns})")
+        if len(found) > 1:
+            raise InvalidDataFileError(f"the data has several columns named like {field.name!r}: "
+                                       f"{[f.name for f in found]}")
+        src = found[0]
+        _check_struct_fields(src.dataType, field.dataType, f"{where} column {field.name!r}")
+        sources.append(src)
+        exprs.append(F.col(_q(src.name)).cast(field.dataType).alias(field.name, metadata=field.metadata))
+    try:
+        out = df.select(*exprs)
+        out.schema  # noqa: B018 - analyse now (Spark Connect analyses lazily) so a bad cast is reported here
+    except AnalysisException as e:
+        for src, field, expr in zip(sources, target.fields, exprs, strict=True):
+            try:
+                df.select(expr).schema  # noqa: B018
+            except AnalysisException:
+                raise InvalidDataFileError(
+                    f"column {field.name!r} of {where}: Spark cannot cast the data's {src.dataType.simpleString()} "
+                    f"to the table's {field.dataType.simpleString()}"
+                ) from e
+        raise InvalidDataFileError(f"the data does not fit {where}: {e}") from e
+    return out
+
+
+def _check_struct_fields(src: T.DataType, dst: T.DataType, where: str) -> None:
+    """Spark casts structs by position: refuse struct fields that do not line up by name (case-insensitive).
+
+    Raises:
+        InvalidDataFileError: naming the struct and both field lists.
+    """
+    if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
+        if [f.name.lower() for f in src.fields] != [f.name.lower() for f in dst.fields]:
+            raise InvalidDataFileError(
+                f"{where}: the data's struct fields {src.fieldNames()} do not match the table's {dst.fieldNames()} "
+                "(same names in the same order needed; Spark casts structs by position)"
+            )
+        for a, b in zip(src.fields, dst.fields, strict=True):
+            _check_struct_fields(a.dataType, b.dataType, f"{where}.{b.name}")
+    elif isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
+        _check_struct_fields(src.elementType, dst.elementType, f"{where}.element")
+    elif isinstance(src, T.MapType) and isinstance(dst, T.MapType):
+        _check_struct_fields(src.keyType, dst.keyType, f"{where}.key")
+        _check_struct_fields(src.valueType, dst.valueType, f"{where}.value")
+
+
+def _has_list_or_map(column: Column) -> bool:
+    return any(parse_type(c.type) in ("list", "map") for c in column.walk())
+
+
+def _check_session(spark: SparkSession) -> None:
+    for key, value in _REQUIRED.items():
+        found = spark.conf.get(key, None)
+        if str(found).lower() != value.lower():
+            raise ValueError(f"the Spark session needs {key}={value} to write DuckLake files (found {found!r}); "
+                             "build it with dbt.adapters.ducklake.spark.session.build_session or apply_required_conf")
+
+
+# ------------------------------------------------------------------------------------------------ partition keys
+
+@dataclasses.dataclass(frozen=True)
+class _Key:
+    """One partition field as a STRING column of the written DataFrame (steps = successive projections)."""
+
+    name: str  # the key column's name (never a table column's)
+    column: Column
+    transform: str
+    steps: tuple[dict[str, SparkColumn], ...]
+    temps: tuple[str, ...]
+
+    def add(self, df: DataFrame) -> DataFrame:
+        for step in self.steps:
+            df = df.withColumns(step)
+        return df.drop(*self.temps) if self.temps else df
+
+    def value(self, text: str | None, path: str = "") -> str | None:
+        """The partition value DuckDB stores, from the key's text (as Spark wrote it into the directory name).
+
+        A long string or blob has only its digest in the key (a directory name is limited): its value is read from
+        the file (path), where the column holds that one value in every row.
+        """
+        if text is None:
+            return None
+        if self.transform != "identity":
+            return str(int(text))
+        t = parse_type(self.column.type)
+        if text.startswith("h") and t in ("varchar", "json", "blob"):
+            return format_value(t, _single_value(path, self.column.name), form="value")
+        if t in ("varchar", "json"):
+            return text[1:]
+        if t == "blob":
+            return format_value(t, bytes.fromhex(text[1:]), form="value")
+        if t == "boolean":
+            return format_value(t, text == "true", form="value")
+        if t in ("float32", "float64"):
+            return format_value(t, float(text), form="value")  # Java's text round-trips, incl. NaN and -0.0
+        if t.startswith("decimal"):
+            return format_value(t, Decimal(text), form="value")
+        if t in ("timestamp_s", "timestamp_ms"):  # the key holds micros; format_value takes the type's own unit
+            return format_value(t, int(text) // (10**6 if t == "timestamp_s" else 10**3), form="value")
+        return format_value(t, int(Decimal(text)), form="value")  # integers, dates (days), timestamps (micros)
+
+
+def _partition_keys(table: TableInfo, df: DataFrame) -> list[_Key]:
+    if table.partition is None:
+        return []
+    taken = {c.name.lower() for c in table.columns}
+    keys = []
+    for f in table.partition.fields:
+        col = table.column_by_id(f.column_id)
+        transform = validate_transform(col, f.transform)
+        name = f"__ducklake_partition_{f.key_index}"
+        while name.lower() in taken:
+            name = "_" + name
+        taken.add(name.lower())
+        keys.append(_key(name, col, transform, df.schema[col.name].dataType, taken))
+    return keys
+
+
+def _key(name: str, col: Column, transform: str, dtype: T.DataType, taken: set[str]) -> _Key:
+    c = F.col(_q(col.name))
+    t = parse_type(col.type)
+    if transform == "identity":
+        return _Key(name, col, transform, ({name: _identity_text(c, t, dtype)},), ())
+    if transform in ("year", "month", "day", "hour"):
+        return _Key(name, col, transform, ({name: _calendar(c, dtype, transform).cast("string")},), ())
+    m = _BUCKET.match(transform)
+    assert m is not None  # validate_transform accepted it
+    n = int(m.group(1))
+    if t in _LONG_BUCKET or isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType)) or (
+        isinstance(dtype, T.DecimalType) and dtype.precision <= 18
+    ):
+        h = _unsigned(F.hash(F.lit(_SEED0), _as_long(c, dtype)))
+        expr = F.when(c.isNotNull(), h.bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(n)).cast("string")
+        return _Key(name, col, transform, ({name: expr},), ())
+    if t in _BYTES_BUCKET:
+        return _bytes_bucket(name, col, c, n, taken)
+    raise UnsupportedTypeError(
+        f"column {col.name!r}: bucket partitioning of {col.type} columns is not supported by the Spark writer "
+        "(supported: integers, booleans, dates, timestamps, decimals up to 18 digits, strings, blobs)"
+    )
+
+
+def _identity_text(c: SparkColumn, t: str, dtype: T.DataType) -> SparkColumn:
+    """A lossless text of the value, short enough for a directory name.
+
+    Strings and blobs get a prefix because Spark writes '' partition values as NULL: 'v' + the value (hex for
+    blobs), or 'h' + its SHA-256 when long (the value is then read back from the file, see _Key.value).
+    """
+    if t in ("varchar", "json", "blob"):
+        short = F.concat(F.lit("v"), c if t != "blob" else F.hex(c))
+        digest = F.concat(F.lit("h"), F.sha2(c.cast("binary"), 256))
+        return F.when(F.octet_length(c) <= F.lit(_SHORT_KEY), short).otherwise(digest)
+    if isinstance(dtype, T.DateType):
+        return F.unix_date(c).cast("string")
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        return _micros(c, dtype).cast("string")
+    if isinstance(dtype, (T.ArrayType, T.MapType, T.StructType)):
+        raise UnsupportedTypeError(f"cannot partition by nested column of type {t}")
+    return c.cast("string")
+
+
+def _micros(c: SparkColumn, dtype: T.DataType) -> SparkColumn:
+    """Microseconds since the epoch, independent of the session time zone."""
+    if isinstance(dtype, T.TimestampNTZType):
+        return F.timestamp_diff("MICROSECOND", F.lit("1970-01-01 00:00:00").cast("timestamp_ntz"), c)
+    return F.unix_micros(c)
+
+
+def _calendar(c: SparkColumn, dtype: T.DataType, transform: str) -> SparkColumn:
+    """DuckDB's year()/month()/day()/hour(): calendar fields, in UTC for timestamptz."""
+    if isinstance(dtype, T.TimestampType):  # a UTC instant: compute in UTC whatever the session time zone
+        us = F.unix_micros(c)
+        if transform == "hour":
+            return F.floor(F.pmod(us, F.lit(_MICROS_PER_DAY)) / F.lit(_MICROS_PER_HOUR)).cast("int")
+        exact = (us - F.pmod(us, F.lit(_MICROS_PER_DAY))).cast("decimal(20,0)")  # a multiple of a day: exact division
+        c = F.date_from_unix_date((exact / F.lit(_MICROS_PER_DAY).cast("decimal(20,0)")).cast("int"))
+    fn: Callable[[SparkColumn], SparkColumn] = {
+        "year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}[transform]
+    return fn(c)
+
+
+def _as_long(c: SparkColumn, dtype: T.DataType) -> SparkColumn:
+    """The value Spark must hash as a long (hashLong = murmur3 of 8 little-endian bytes)."""
+    if isinstance(dtype, T.DateType):
+        return F.unix_date(c).cast("bigint")
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DecimalType)):
+        return c  # Spark hashes timestamps as their micros and decimal(p<=18) as the unscaled long
+    return c.cast("bigint")
+
+
+def _unsigned(c: SparkColumn) -> SparkColumn:
+    return c.cast("bigint").bitwiseAND(F.lit(_M32))
+
+
+def _mul(x: SparkColumn, k: int) -> SparkColumn:
+    """x * k mod 2**32 for 0 <= x < 2**32, in bigint without overflow (ANSI mode would fail on overflow)."""
+    lo, hi = k & 0xFFFF, k >> 16
+    return (x * F.lit(lo) + F.shiftleft((x * F.lit(hi)).bitwiseAND(F.lit(0xFFFF)), 16)).bitwiseAND(F.lit(_M32))
+
+
+def _xorshift(x: SparkColumn, *shifts: int) -> SparkColumn:
+    out = x
+    for s in shifts:
+        out = out.bitwiseXOR(F.shiftright(x, s))
+    return out
+
+
+def _bytes_bucket(name: str, col: Column, c: SparkColumn, n: int, taken: set[str]) -> _Key:
+    """bucket(N) of strings/blobs: murmur3_32 of the bytes, seed 0, with Spark's hash for the 4-byte blocks.
+
+    Spark's hash of bytes processes whole 4-byte blocks like murmur3 but mixes the tail bytes differently. So hash
+    only the body (length a multiple of 4), undo its finalisation (fmix is invertible), then mix the tail and
+    finalise as murmur3 does. Every step that uses a value twice is its own projection, so expressions never nest.
+    """
+    tmp = [f"{name}_{s}" for s in ("b", "n", "h", "k", "t")]
+    for t in tmp:
+        if t.lower() in taken:
+            raise InvalidDataFileError(f"the table has a column named {t!r}, which the writer needs for itself")
+    b, n_, h, k, tail = (F.col(t) for t in tmp)
+    nb = n_ - F.pmod(n_, F.lit(4))
+    inv = lambda x: pow(x, -1, 1 << 32)  # noqa: E731
+    steps: list[dict[str, SparkColumn]] = [
+        {tmp[0]: c.cast("binary")},
+        {tmp[1]: F.octet_length(b).cast("bigint")},
+        {tmp[2]: _unsigned(F.hash(F.lit(_SEED0), b.substr(F.lit(1), nb.cast("int")))),
+         tmp[4]: F.hex(b.substr((nb + 1).cast("int"), F.lit(3)))},
+        # undo fmix: h ^= h>>16; h *= 0x85ebca6b; h ^= h>>13; h *= 0xc2b2ae35; h ^= h>>16
+        {tmp[2]: _xorshift(h, 16),
+         tmp[3]: sum((F.coalesce(F.conv(F.substring(tail, 2 * i + 1, 2), 16, 10).cast("bigint"), F.lit(0))
+                      * F.lit(1 << (8 * i)) for i in range(3)), F.lit(0))},
+        {tmp[2]: _mul(h, inv(_F2)), tmp[3]: _mul(k, _C1)},
+        {tmp[2]: _xorshift(h, 13, 26),
+         tmp[3]: F.shiftleft(k, 15).bitwiseAND(F.lit(_M32)).bitwiseOR(F.shiftright(k, 17))},
+        {tmp[2]: _mul(h, inv(_F1)), tmp[3]: _mul(k, _C2)},
+        {tmp[2]: _xorshift(h, 16).bitwiseXOR(nb)},  # the seed state after the body
+        {tmp[2]: h.bitwiseXOR(k).bitwiseXOR(n_)},  # the tail (k = 0 without one), then the length
+        {tmp[2]: _xorshift(h, 16)},
+        {tmp[2]: _mul(h, _F1)},
+        {tmp[2]: _xorshift(h, 13)},
+        {tmp[2]: _mul(h, _F2)},
+        {tmp[2]: _xorshift(h, 16)},
+        {name: F.when(c.isNotNull(), h.bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(n)).cast("string")},
+    ]
+    taken.update(t.lower() for t in tmp)
+    return _Key(name, col, f"bucket({n})", tuple(steps), tuple(tmp))
+
+
+# ---------------------------------------------------------------------------------------------- written files
+
+_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _written_files(staging: str, key_names: list[str]) -> list[tuple[str, list[str | None]]]:
+    """The data files Spark wrote under staging, each with its partition keys' texts (None = NULL)."""
+    found = []
+    for root, _dirs, names in os.walk(staging):
+        rel = os.path.relpath(root, staging)
+        parts = [] if rel == "." else rel.split(os.sep)
+        for fname in names:
+            if fname.startswith(("_", ".")) or not fname.endswith(".parquet"):
+                continue
+            if len(parts) != len(key_names):
+                raise InvalidDataFileError(f"unexpected file {os.path.join(root, fname)} in a Spark write")
+            texts: list[str | None] = []
+            for part, key in zip(parts, key_names, strict=True):
+                k, _, v = part.partition("=")
+                if k != key:
+                    raise InvalidDataFileError(f"unexpected directory {part!r} in a Spark write (key {key!r})")
+                texts.append(None if v == NULL_PARTITION_DIR else _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), v))
+            found.append((os.path.join(root, fname), texts))
+    return sorted(found)
+
+
+def _single_value(path: str, column: str) -> object:
+    """The value of a column that holds one non-NULL value in every row of the file (an identity partition key)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(to_local(path))
+    for rg in range(pf.num_row_groups):
+        values = pf.read_row_group(rg, columns=[column]).column(0)
+        if len(values) and values[0].is_valid:
+            return values[0].as_py()
+    raise InvalidDataFileError(f"{path}: column {column!r} holds no value, yet its partition key is not NULL")
+
+
+def _describe(path: str, table: TableInfo, keys: list[_Key], texts: list[str | None], by: str) -> DataFileSpec | None:
+    """The file's spec (None if it has no rows: Spark writes an empty file for an empty DataFrame)."""
+    values = [k.value(t, path) for k, t in zip(keys, texts, strict=True)]
+    spec = describe_parquet(path, table.columns, partition_values=values, by=by)
+    if spec.record_count == 0:
+        os.remove(path)
+        return None
+    return _known_nans(spec, path, table)
+
+
+def _known_nans(spec: DataFileSpec, path: str, table: TableInfo) -> DataFileSpec:
+    """contains_nan=False for float leaves whose every chunk has non-NaN bounds (exact for parquet-mr, see module)."""
+    import pyarrow.parquet as pq
+
+    floats = {c.column_id for c in table.all_columns() if parse_type(c.type) in ("float32", "float64")}
+    if not floats or not any(s.column_id in floats and s.contains_nan for s in spec.stats):
+        return spec
+    if not (pq.ParquetFile(to_local(path)).metadata.created_by or "").startswith("parquet-mr"):
+        return spec
+    stats = tuple(
+        dataclasses.replace(s, contains_nan=False)
+        if s.column_id in floats and s.contains_nan and s.min_value is not None and s.max_value is not None else s
+        for s in spec.stats
+    )
+    return dataclasses.replace(spec, stats=stats)
+
+
+def _move(spec: DataFileSpec, table: TableInfo, keys: list[_Key], table_dir: str) -> DataFileSpec:
+    """Move a staged file to DuckDB's layout: <table>/<column or transform>=<value>/…/ducklake-<uuidv7>.parquet."""
+    parts = []
+    for key, value in zip(keys, spec.partition_values, strict=True):
+        label = key.column.name if key.transform == "identity" else key.transform.split("(")[0]
+        text = NULL_PARTITION_DIR if value is None else quote(value, safe="")
+        if len(text) > 120:  # readers ignore names; keep path components short
+            text = text[:100] + "~" + format(zlib.crc32(value.encode()), "08x")
+        parts.append(f"{quote(label, safe='')}={text}")
+    directory = join_path(as_dir(table_dir), "/".join(parts)) if parts else table_dir
+    target = join_path(directory, data_file_name())
+    os.makedirs(to_local(directory), exist_ok=True)
+    os.replace(to_local(spec.path), to_local(target))
+    return dataclasses.replace(spec, path=target)
+
+
+# ------------------------------------------------------------------------------------------------------ commit
+
+def _commit(txn: Transaction, files: list[DataFileSpec], table_dir: str,
+            stage: Callable[[], None]) -> Snapshot | None:
+    """Stage the files and commit; remove them after a definite failure (not when the outcome is unknown)."""
+    try:
+        stage()
+        return txn.commit()
+    except CommitStateUnknownError:
+        raise  # the commit may have happened: the files may be referenced, keep them
+    except DuckLakeError:
+        txn.abandon()
+        discard_files(files, table_dir)  # a definite failure: nothing references them
+        raise
+
+
+def _q(name: str) -> str:
+    """A column name as Spark's col() needs it (backquoted, so dots and spaces are literal)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _uri(path: str) -> str:
+    """A path as a URI for Spark (a plain path would resolve against the cluster's default file system)."""
+    if "://" in path:
+        return path
+    return "file://" + os.path.abspath(path)
