@@ -56,3 +56,45 @@ def test_delete_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str
     with reference.attached(ours) as con:  # and DuckDB reads what we wrote the same way
         assert arrow_rows(con.execute(f"SELECT rowid, * FROM lake.{schema}.{table}").to_arrow_table()) == our_rows
     assert violations(ours) == []
+
+
+UPDATE_CASES = [
+    ("repeated_deletes", "main", "d", [({"v": "upper(v)"}, "id % 4 = 1"), ({"id": "id + 1000"}, "id < 30")]),
+    ("inlined", "s", "t", [({"score": "score * 2", "name": "'x'"}, "id >= 20"), ({"flag": "7"}, None)]),
+    ("updates", "main", "u", [({"n": "n + 1"}, "v = 'all'")]),
+]
+
+
+@pytest.mark.parametrize(("scenario", "schema", "table", "updates"), UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
+def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
+                            updates: list) -> None:
+    from dbt.adapters.ducklake.spark.dml import update_where
+
+    ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
+    build(ours, f"{tmp_path}/ours_data/", scenario)
+    build(theirs, f"{tmp_path}/theirs_data/", scenario)
+    lake = DuckLake.open(ours)
+    first = lake.snapshot().snapshot_id
+    for sets, cond in updates:
+        assert update_where(spark, lake, schema, table, sets, cond) is not None
+    assert update_where(spark, lake, schema, table, {list(updates[0][0])[0]: "NULL"}, "false") is None
+    st = lake.snapshot()
+    our_rows = arrow_rows(read_arrow(st, st.table(schema, table)))
+    our_changes = arrow_rows(read_changes(lake, schema, table, first + 1, st.snapshot_id))
+    lake.close()
+    with reference.attached(theirs) as con:
+        for sets, cond in updates:
+            assignment = ", ".join(f"{k} = {v}" for k, v in sets.items())
+            con.execute(f"UPDATE lake.{schema}.{table} SET {assignment}" + (f" WHERE {cond}" if cond else ""))
+        expected = con.execute(f"SELECT rowid, * FROM lake.{schema}.{table}").to_arrow_table()
+        latest = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        expected_changes = con.execute(
+            f"SELECT * FROM ducklake_table_changes('lake', '{schema}', '{table}', {first + 1}, {latest})"
+        ).to_arrow_table()
+    assert our_rows == arrow_rows(expected)
+    assert our_changes == arrow_rows(expected_changes)
+    kinds = {r[2] for r in our_changes}
+    assert {"update_preimage", "update_postimage"} <= kinds
+    with reference.attached(ours) as con:
+        assert arrow_rows(con.execute(f"SELECT rowid, * FROM lake.{schema}.{table}").to_arrow_table()) == our_rows
+    assert violations(ours) == []

@@ -95,3 +95,98 @@ def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, c
     if plan.inlined_row_ids:
         tx.delete_inlined_rows(info.schema_name, info.name, plan.inlined_row_ids)
     return tx.commit()
+
+
+def _rowid_expr(state: LakeState, table: TableInfo, data_file_id: int) -> str:
+    from ..lake.deletes import ROW_ID_COLUMN
+    from .scan import _physical_schema
+
+    f = next(x for x in state.files(table) if x.data_file_id == data_file_id)
+    if ROW_ID_COLUMN in _physical_schema(f.path, f.file_size_bytes).names:
+        return ident(ROW_ID_COLUMN)
+    return f"{f.row_id_start or 0} + {POS}"
+
+
+def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, assignments: dict[str, str],
+                 condition: str | None = None, *, author: str | None = None, commit_message: str | None = None,
+                 commit_extra_info: str | None = None) -> Snapshot | None:
+    """UPDATE schema.table SET col = expr, … [WHERE condition] as one snapshot, merge-on-read.
+
+    Matching rows are deleted by position and their new versions written by Spark's executors with their row ids
+    kept (_ducklake_internal_row_id), so the change feed shows update pre- and post-images, as DuckDB does.
+    None when no row matched.
+
+    Raises:
+        NoSuchColumnError: an assignment names no column. AnalysisException: an expression is not valid Spark SQL.
+        CommitConflictError: another writer changed the same files (or the table) meanwhile.
+    """
+    from ..lake.errors import NoSuchColumnError
+    from .write import discard_files, write_files
+
+    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    info = tx.base.table(schema, table)
+    names = {c.name.lower(): c.name for c in info.columns}
+    for col in assignments:
+        if col.lower() not in names:
+            tx.abandon()
+            raise NoSuchColumnError(f"UPDATE of {schema}.{table}: no column {col!r} (columns: {list(names.values())})")
+    sets = {names[k.lower()]: v for k, v in assignments.items()}
+    cond = condition if condition else "true"
+    new_values = ", ".join(f"({sets[c.name]}) AS {ident(c.name)}" if c.name in sets else ident(c.name)
+                           for c in info.columns)
+    parts = []
+    for task in plan_scan(tx.base, info).files:
+        f = task.data_file
+        proj = _projection(info.columns, task)
+        where = []
+        if task.deleted_positions:
+            where.append(f"{POS} NOT IN ({', '.join(str(p) for p in task.deleted_positions)})")
+        if task.max_snapshot is not None:
+            where.append(f"{ident(SNAPSHOT_COLUMN)} <= {task.max_snapshot}")
+        inner_where = f" WHERE {' AND '.join(where)}" if where else ""
+        rowid = _rowid_expr(tx.base, info, f.data_file_id)
+        parts.append(
+            f"SELECT {f.data_file_id} AS __file, {POS} AS __pos, CAST(__rid AS BIGINT) AS __rowid, {new_values} "
+            f"FROM (SELECT {', '.join(proj)}, {POS}, {rowid} AS __rid FROM "
+            f"(SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}){inner_where}) t "
+            f"WHERE ({cond})"
+        )
+    inlined_rows = [r for t in read_inlined(tx.base, info, with_rowid=True) for r in t.to_pylist()]
+    if inlined_rows:
+        cols = ", ".join(ident(c.name) for c in info.columns)
+        values = ", ".join(
+            "(" + ", ".join([f"CAST({r['rowid']} AS BIGINT)"] + [literal(r[c.name], c) for c in info.columns]) + ")"
+            for r in inlined_rows
+        )
+        parts.append(f"SELECT CAST(-1 AS BIGINT) AS __file, CAST(-1 AS BIGINT) AS __pos, __rowid, {new_values} "
+                     f"FROM VALUES {values} AS t(__rowid, {cols}) WHERE ({cond})")
+    if not parts:
+        tx.abandon()
+        return None
+    matched = spark.sql("\nUNION ALL\n".join(parts))
+    hits = matched.select("__file", "__pos", "__rowid").collect()  # positions and ids only, never row values
+    if not hits:
+        tx.abandon()
+        return None
+    table_dir = tx.base.table_path(info)
+    specs = write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
+    try:
+        by_file: dict[int, list[int]] = defaultdict(list)
+        inlined_ids = []
+        for fid, pos, rid in hits:
+            if fid == -1:
+                inlined_ids.append(rid)
+            else:
+                by_file[fid].append(pos)
+        for fid, positions in sorted(by_file.items()):
+            tx.delete_rows(info.schema_name, info.name, fid, positions)
+        if inlined_ids:
+            tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
+        tx.add_data_files(info.schema_name, info.name, specs)
+        return tx.commit()
+    except BaseException as e:
+        from ..lake.errors import CommitStateUnknownError
+
+        if not isinstance(e, CommitStateUnknownError):
+            discard_files(specs, table_dir)
+        raise

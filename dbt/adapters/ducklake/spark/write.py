@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake.datafiles import DataFileSpec, describe_parquet
+from ..lake.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import CommitStateUnknownError, DuckLakeError, InvalidDataFileError, UnsupportedTypeError
 from ..lake.lake import DuckLake
 from ..lake.partitioning import validate_transform
@@ -72,8 +73,12 @@ _REQUIRED = {"spark.sql.parquet.fieldId.write.enabled": "true",
 
 # ---------------------------------------------------------------------------------------------------- public API
 
-def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str) -> list[DataFileSpec]:
+def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
+                row_ids: str | None = None) -> list[DataFileSpec]:
     """Write the DataFrame's rows as data files of the table (Spark executors), returning specs for add_data_files.
+
+    row_ids names a column of df holding preserved row ids (an UPDATE's post-images); it is written as
+    _ducklake_internal_row_id so the rows keep their ids, as the reference does.
 
     Files land under table_dir in DuckDB's layout; empty files are dropped. The caller owns the returned files: it
     registers them, or removes them with `discard_files` after a definite failure.
@@ -88,7 +93,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     if "://" in table_dir and not table_dir.startswith("file://"):
         raise ValueError(f"the Spark writer needs the table directory on a file system the driver can list and move "
                          f"files in (a local or shared path); got {table_dir!r}")
-    conformed = conform(df, table)
+    conformed = conform(df, table, keep=row_ids)
     keys = _partition_keys(table, conformed)
     staging = join_path(as_dir(table_dir), f"ducklake-write-{uuid7()}")
     local_staging = to_local(staging)
@@ -97,7 +102,8 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         out = conformed
         for key in keys:
             out = key.add(out)
-        writer = out.select(*[F.col(_q(c.name)) for c in table.columns], *[F.col(k.name) for k in keys]).write
+        extra = [F.col(_q(ROW_ID_COLUMN))] if row_ids else []
+        writer = out.select(*[F.col(_q(c.name)) for c in table.columns], *extra, *[F.col(k.name) for k in keys]).write
         writer = writer.options(**_WRITER_OPTIONS).mode("errorifexists")
         if keys:
             writer = writer.partitionBy(*[k.name for k in keys])
@@ -214,7 +220,7 @@ def discard_files(files: Sequence[DataFileSpec], table_dir: str) -> None:
 
 # ------------------------------------------------------------------------------------------ conforming the data
 
-def conform(df: DataFrame, table: TableInfo) -> DataFrame:
+def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFrame:
     """The DataFrame as the table's columns: matched by name (case-insensitive), in table order, cast to the
     table's Spark types, carrying field ids.
 
@@ -227,7 +233,8 @@ def conform(df: DataFrame, table: TableInfo) -> DataFrame:
     for f in df.schema.fields:
         by_name.setdefault(f.name.lower(), []).append(f)
     where = f"table {table.schema_name}.{table.name}"
-    extra = [f.name for f in df.schema.fields if f.name.lower() not in {c.name.lower() for c in table.columns}]
+    extra = [f.name for f in df.schema.fields
+             if f.name.lower() not in {c.name.lower() for c in table.columns} and f.name != keep]
     if extra:
         raise InvalidDataFileError(f"the data has columns {extra} that {where} does not have "
                                    f"(its columns: {[c.name for c in table.columns]})")
@@ -244,6 +251,9 @@ def conform(df: DataFrame, table: TableInfo) -> DataFrame:
         _check_struct_fields(src.dataType, field.dataType, f"{where} column {field.name!r}")
         sources.append(src)
         exprs.append(F.col(_q(src.name)).cast(field.dataType).alias(field.name, metadata=field.metadata))
+    if keep:
+        meta = {"parquet.field.id": ROW_ID_FIELD_ID}
+        exprs.append(F.col(_q(keep)).cast("bigint").alias(ROW_ID_COLUMN, metadata=meta))
     try:
         out = df.select(*exprs)
         out.schema  # noqa: B018 - analyse now (Spark Connect analyses lazily) so a bad cast is reported here
