@@ -98,3 +98,60 @@ def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str
     with reference.attached(ours) as con:
         assert arrow_rows(con.execute(f"SELECT rowid, * FROM lake.{schema}.{table}").to_arrow_table()) == our_rows
     assert violations(ours) == []
+
+
+def test_insert_overwrite_and_truncate_like_duckdb(spark: SparkSession, tmp_path: object) -> None:
+    from dbt.adapters.ducklake.spark.dml import insert_overwrite, truncate
+
+    ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
+    for catalog, data in ((ours, "ours_data"), (theirs, "theirs_data")):
+        build(catalog, f"{tmp_path}/{data}/", "inlined")  # s.t holds inlined rows and a file with deletes
+    lake = DuckLake.open(ours)
+    first = lake.snapshot().snapshot_id
+    df = spark.sql("SELECT CAST(id AS INT) AS id, concat('o', id) AS name, CAST(id AS DOUBLE) AS score, "
+                   "CAST(1 AS INT) AS flag FROM range(500, 520)")
+    assert insert_overwrite(spark, lake, "s", "t", df, commit_message="overwrite") is not None
+    assert truncate(lake, "main", "other") is not None
+    assert truncate(lake, "main", "other") is None  # already empty: no snapshot
+    st = lake.snapshot()
+    assert st.snapshot_id == first + 2
+    our_t = arrow_rows(read_arrow(st, st.table("s", "t")))
+    our_changes = arrow_rows(read_changes(lake, "s", "t", first + 1, first + 1))
+    lake.close()
+    with reference.attached(theirs) as con:
+        con.execute("BEGIN")
+        con.execute("DELETE FROM lake.s.t")
+        con.execute("INSERT INTO lake.s.t SELECT i, 'o' || i, i, 1 FROM range(500, 520) r(i)")
+        con.execute("COMMIT")
+        con.execute("DELETE FROM lake.main.other")
+        assert con.execute("SELECT count(*) FROM lake.main.other").fetchone()[0] == 0
+        expected = con.execute("SELECT rowid, * FROM lake.s.t").to_arrow_table()
+        expected_changes = con.execute(
+            f"SELECT * FROM ducklake_table_changes('lake', 's', 't', {first + 1}, {first + 1})").to_arrow_table()
+    assert our_t == arrow_rows(expected)
+    assert our_changes == arrow_rows(expected_changes)
+    with reference.attached(ours) as con:
+        assert con.execute("SELECT count(*) FROM lake.main.other").fetchone()[0] == 0
+        assert arrow_rows(con.execute("SELECT rowid, * FROM lake.s.t").to_arrow_table()) == our_t
+    assert violations(ours) == []
+
+
+def test_dynamic_partition_overwrite(spark: SparkSession, catalog_url: str, data_path: str) -> None:
+    from dbt.adapters.ducklake.spark.dml import insert_overwrite
+    from dbt.adapters.ducklake.spark.write import create_table_as
+
+    lake = DuckLake.create(catalog_url, data_path)
+    df = spark.sql("SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE NULL END AS cat "
+                   "FROM range(30)")
+    create_table_as(spark, lake, "main", "p", df, partition_by=[("cat", "identity")])
+    new = spark.sql("SELECT id + 100 AS id, CASE WHEN id = 0 THEN 'a' ELSE NULL END AS cat FROM range(3)")
+    insert_overwrite(spark, lake, "main", "p", new, dynamic_partitions=True)
+    with pytest.raises(ValueError, match="not partitioned"):
+        create_table_as(spark, lake, "main", "q", df)
+        insert_overwrite(spark, lake, "main", "q", new, dynamic_partitions=True)
+    lake.close()
+    with reference.attached(catalog_url) as con:
+        got = con.execute("SELECT cat, list(id ORDER BY id) FROM lake.p GROUP BY cat ORDER BY cat NULLS LAST").fetchall()
+    # partitions 'a' and NULL are replaced; 'b' keeps its rows
+    assert got == [("a", [100]), ("b", list(range(1, 30, 3))), (None, [101, 102])]
+    assert violations(catalog_url) == []

@@ -190,3 +190,69 @@ def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, a
         if not isinstance(e, CommitStateUnknownError):
             discard_files(specs, table_dir)
         raise
+
+
+def _remove_all(tx: object, state: LakeState, info: TableInfo, keep: object = None) -> None:
+    """Stage the removal of every live row (files end; inlined rows end), except files keep(file) says to keep."""
+    for f in state.files(info):
+        if keep is not None and keep(f):  # type: ignore[operator]
+            continue
+        tx.delete_rows(info.schema_name, info.name, f.data_file_id, range(f.record_count))  # type: ignore[attr-defined]
+    if keep is None:
+        ids = [r["rowid"] for t in read_inlined(state, info, with_rowid=True) for r in t.to_pylist()]
+        if ids:
+            tx.delete_inlined_rows(info.schema_name, info.name, ids)  # type: ignore[attr-defined]
+
+
+def truncate(lake: DuckLake, schema: str, table: str, *, author: str | None = None,
+             commit_message: str | None = None, commit_extra_info: str | None = None) -> Snapshot | None:
+    """TRUNCATE schema.table: every data file ends and inlined rows end, in one snapshot (None if already empty)."""
+    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    info = tx.base.table(schema, table)
+    _remove_all(tx, tx.base, info)
+    if tx.is_empty:
+        tx.abandon()
+        return None
+    return tx.commit()
+
+
+def insert_overwrite(spark: SparkSession, lake: DuckLake, schema: str, table: str, df: object, *,
+                     dynamic_partitions: bool = False, author: str | None = None, commit_message: str | None = None,
+                     commit_extra_info: str | None = None) -> Snapshot | None:
+    """INSERT OVERWRITE: the DataFrame's rows replace the table's (or, with dynamic_partitions on a partitioned
+    table, replace only the partitions the new rows fall in), in one snapshot. Old files end, none is rewritten.
+
+    Raises:
+        ValueError: dynamic_partitions on a table without partitioning.
+        CommitConflictError: another writer changed the table meanwhile (the written files are removed).
+    """
+    from ..lake.errors import CommitStateUnknownError
+    from .write import discard_files, write_files
+
+    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    info = tx.base.table(schema, table)
+    if dynamic_partitions and info.partition is None:
+        tx.abandon()
+        raise ValueError(f"{schema}.{table} is not partitioned: dynamic partition overwrite needs a partitioned table")
+    table_dir = tx.base.table_path(info)
+    specs = write_files(spark, df, info, table_dir)  # type: ignore[arg-type]
+    try:
+        if dynamic_partitions:
+            assert info.partition is not None
+            written = {s.partition_values for s in specs}
+            pid = info.partition.partition_id
+            # files of the current spec in a written partition go; files of older specs cannot be matched, so stay
+            _remove_all(tx, tx.base, info,
+                        keep=lambda f: f.partition_id != pid or tuple(f.partition_values) not in written)
+        else:
+            _remove_all(tx, tx.base, info)
+        if specs:
+            tx.add_data_files(info.schema_name, info.name, specs)
+        if tx.is_empty:
+            tx.abandon()
+            return None
+        return tx.commit()
+    except BaseException as e:
+        if not isinstance(e, CommitStateUnknownError):
+            discard_files(specs, table_dir)
+        raise
