@@ -256,3 +256,120 @@ def insert_overwrite(spark: SparkSession, lake: DuckLake, schema: str, table: st
         if not isinstance(e, CommitStateUnknownError):
             discard_files(specs, table_dir)
         raise
+
+
+class MergeCardinalityError(ValueError):
+    """A MERGE whose source has several rows matching one target row."""
+
+
+def _target_rows_sql(state: LakeState, info: TableInfo) -> str | None:
+    """Live target rows with their (file, position, rowid): __file = -1 marks inlined rows."""
+    parts = []
+    for task in plan_scan(state, info).files:
+        f = task.data_file
+        proj = _projection(info.columns, task)
+        where = []
+        if task.deleted_positions:
+            where.append(f"{POS} NOT IN ({', '.join(str(p) for p in task.deleted_positions)})")
+        if task.max_snapshot is not None:
+            where.append(f"{ident(SNAPSHOT_COLUMN)} <= {task.max_snapshot}")
+        inner_where = f" WHERE {' AND '.join(where)}" if where else ""
+        rowid = _rowid_expr(state, info, f.data_file_id)
+        parts.append(
+            f"SELECT CAST({f.data_file_id} AS BIGINT) AS __file, CAST({POS} AS BIGINT) AS __pos, "
+            f"CAST(__rid AS BIGINT) AS __rowid, {', '.join(ident(c.name) for c in info.columns)} FROM "
+            f"(SELECT {', '.join(proj)}, {POS}, {rowid} AS __rid "
+            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))})"
+            f"{inner_where}) x"
+        )
+    rows = [r for t in read_inlined(state, info, with_rowid=True) for r in t.to_pylist()]
+    if rows:
+        cols = ", ".join(ident(c.name) for c in info.columns)
+        values = ", ".join(
+            "(" + ", ".join([f"CAST({r['rowid']} AS BIGINT)"] + [literal(r[c.name], c) for c in info.columns]) + ")"
+            for r in rows
+        )
+        parts.append(f"SELECT CAST(-1 AS BIGINT) AS __file, CAST(-1 AS BIGINT) AS __pos, __rowid, {cols} "
+                     f"FROM VALUES {values} AS v(__rowid, {cols})")
+    return "\nUNION ALL\n".join(parts) if parts else None
+
+
+def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, source: object, on: str, *,
+               matched: str | None = None, matched_set: dict[str, str] | None = None,
+               not_matched_insert: bool = False, not_matched_by_source_delete: bool = False,
+               author: str | None = None, commit_message: str | None = None,
+               commit_extra_info: str | None = None) -> Snapshot | None:
+    """MERGE INTO schema.table AS t USING source AS s ON <on>, as one snapshot, merge-on-read.
+
+    matched: 'update' (SET from matched_set, or every column from s when None) or 'delete'; not_matched_insert
+    inserts source rows matching no target row (columns by name); not_matched_by_source_delete deletes target rows
+    no source row matches. Updated rows keep their row ids. None when nothing changed.
+
+    Raises:
+        MergeCardinalityError: a target row is matched by several source rows (nothing is committed).
+        CommitConflictError: another writer changed the same files (or the table) meanwhile.
+    """
+    from ..lake.errors import CommitStateUnknownError
+    from .write import discard_files, write_files
+
+    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    info = tx.base.table(schema, table)
+    src_view = f"__ducklake_merge_source_{abs(hash((schema, table, on))) % 10**9}"
+    source.createOrReplaceTempView(src_view)  # type: ignore[attr-defined]
+    target_sql = _target_rows_sql(tx.base, info) or (
+        "SELECT CAST(NULL AS BIGINT) AS __file, CAST(NULL AS BIGINT) AS __pos, CAST(NULL AS BIGINT) AS __rowid, "
+        + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns) + " WHERE false")
+    target = f"({target_sql})"
+    cols = [c.name for c in info.columns]
+    dup = spark.sql(f"SELECT t.__rowid FROM {target} t JOIN {src_view} s ON ({on}) "
+                    "GROUP BY t.__file, t.__pos, t.__rowid HAVING count(*) > 1 LIMIT 1").collect()
+    if dup and matched:
+        tx.abandon()
+        raise MergeCardinalityError(
+            f"MERGE into {schema}.{table}: several source rows match the target row with rowid {dup[0][0]}; "
+            "each target row may be matched by at most one source row (nothing was changed)")
+    deletes: list[tuple[int, int, int]] = []
+    specs: list = []
+    table_dir = tx.base.table_path(info)
+    try:
+        if matched == "delete":
+            deletes += [tuple(r) for r in spark.sql(
+                f"SELECT DISTINCT t.__file, t.__pos, t.__rowid FROM {target} t JOIN {src_view} s ON ({on})").collect()]
+        elif matched == "update":
+            sets = matched_set or {c: f"s.{ident(c)}" for c in cols}
+            exprs = ", ".join(f"({sets[c]}) AS {ident(c)}" if c in sets else f"t.{ident(c)}" for c in cols)
+            upd = spark.sql(f"SELECT t.__file, t.__pos, t.__rowid, {exprs} FROM {target} t "
+                            f"JOIN {src_view} s ON ({on})")
+            hits = [tuple(r) for r in upd.select("__file", "__pos", "__rowid").collect()]
+            if hits:
+                deletes += hits
+                specs += write_files(spark, upd.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
+        if not_matched_insert:
+            ins = spark.sql(f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN {target} t ON ({on})")
+            specs += write_files(spark, ins.select(*[ident(c) for c in cols]), info, table_dir)
+        if not_matched_by_source_delete:
+            deletes += [tuple(r) for r in spark.sql(
+                f"SELECT t.__file, t.__pos, t.__rowid FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on})").collect()]
+        by_file: dict[int, list[int]] = defaultdict(list)
+        inlined_ids: list[int] = []
+        for fid, pos, rid in deletes:
+            if fid == -1:
+                inlined_ids.append(rid)
+            else:
+                by_file[fid].append(pos)
+        for fid, positions in sorted(by_file.items()):
+            tx.delete_rows(info.schema_name, info.name, fid, positions)
+        if inlined_ids:
+            tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
+        if specs:
+            tx.add_data_files(info.schema_name, info.name, specs)
+        if tx.is_empty:
+            tx.abandon()
+            return None
+        return tx.commit()
+    except BaseException as e:
+        if not isinstance(e, CommitStateUnknownError):
+            discard_files(specs, table_dir)
+        raise
+    finally:
+        spark.catalog.dropTempView(src_view)
