@@ -18,61 +18,45 @@ from ..lake.lake import DuckLake
 from ..lake.records import Snapshot, TableInfo
 from ..lake.scan import plan_scan
 from ..lake.state import LakeState
+from ..lake.transaction import Transaction
 from .scan import POS, _projection, file_uri
 from .sql_literals import ident, literal
 
 
 @dataclass(frozen=True)
 class DeletePlan:
-    """What a DELETE removes: positions per data file, and inlined row ids."""
+    """What a DELETE removes: (data_file_id, position, rowid) of the matching rows; data_file_id -1 = inlined row."""
 
-    positions: dict[int, list[int]]
-    inlined_row_ids: list[int]
+    hits: list[tuple[int, int, int]]
 
     @property
     def empty(self) -> bool:
-        return not self.positions and not self.inlined_row_ids
-
-
-def matching_positions_sql(state: LakeState, table: TableInfo, condition: str) -> str | None:
-    """SQL yielding (data_file_id, position) of the live rows that satisfy condition, or None without files."""
-    parts = []
-    for task in plan_scan(state, table).files:
-        f = task.data_file
-        proj = _projection(table.columns, task)
-        where = []
-        if task.deleted_positions:
-            where.append(f"{POS} NOT IN ({', '.join(str(p) for p in task.deleted_positions)})")
-        if task.max_snapshot is not None:
-            where.append(f"{ident(SNAPSHOT_COLUMN)} <= {task.max_snapshot}")
-        inner_where = f" WHERE {' AND '.join(where)}" if where else ""
-        parts.append(
-            f"SELECT {f.data_file_id} AS data_file_id, {POS} AS pos FROM (SELECT {', '.join(proj)}, {POS} FROM "
-            f"(SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}){inner_where}) t "
-            f"WHERE ({condition})"
-        )
-    return "\nUNION ALL\n".join(parts) if parts else None
+        return not self.hits
 
 
 def plan_delete(spark: SparkSession, state: LakeState, table: TableInfo, condition: str | None) -> DeletePlan:
     """Find the rows a DELETE ... WHERE condition removes (condition None = every row)."""
+    target = _target_rows_sql(state, table)
+    if target is None:
+        return DeletePlan([])
     cond = condition if condition else "true"
-    positions: dict[int, list[int]] = defaultdict(list)
-    sql = matching_positions_sql(state, table, cond)
-    if sql is not None:
-        for row in spark.sql(sql).collect():
-            positions[row[0]].append(row[1])
-    inlined: list[int] = []
-    rows = [r for t in read_inlined(state, table, with_rowid=True) for r in t.to_pylist()]
-    if rows:
-        names = ", ".join(ident(c.name) for c in table.columns)
-        values = ", ".join(
-            "(" + ", ".join([f"CAST({r['rowid']} AS BIGINT)"] + [literal(r[c.name], c) for c in table.columns]) + ")"
-            for r in rows
-        )
-        found = spark.sql(f"SELECT __rowid FROM VALUES {values} AS t(__rowid, {names}) WHERE ({cond})").collect()
-        inlined = [r[0] for r in found]
-    return DeletePlan(dict(positions), inlined)
+    rows = spark.sql(f"SELECT __file, __pos, __rowid FROM ({target}) t WHERE ({cond})").collect()
+    return DeletePlan([tuple(r) for r in rows])
+
+
+def _stage_deletes(tx: Transaction, info: TableInfo, hits: list[tuple[int, int, int]]) -> None:
+    """Stage the deletion of rows found by (file, position, rowid): positions per file, inlined rows by rowid."""
+    by_file: dict[int, list[int]] = defaultdict(list)
+    inlined_ids: list[int] = []
+    for fid, pos, rid in hits:
+        if fid == -1:
+            inlined_ids.append(rid)
+        else:
+            by_file[fid].append(pos)
+    for fid, positions in sorted(by_file.items()):
+        tx.delete_rows(info.schema_name, info.name, fid, positions)
+    if inlined_ids:
+        tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
 
 
 def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, condition: str | None = None, *,
@@ -90,10 +74,7 @@ def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, c
     if plan.empty:
         tx.abandon()
         return None
-    for fid, positions in sorted(plan.positions.items()):
-        tx.delete_rows(info.schema_name, info.name, fid, positions)
-    if plan.inlined_row_ids:
-        tx.delete_inlined_rows(info.schema_name, info.name, plan.inlined_row_ids)
+    _stage_deletes(tx, info, plan.hits)
     return tx.commit()
 
 
@@ -134,54 +115,19 @@ def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, a
     cond = condition if condition else "true"
     new_values = ", ".join(f"({sets[c.name]}) AS {ident(c.name)}" if c.name in sets else ident(c.name)
                            for c in info.columns)
-    parts = []
-    for task in plan_scan(tx.base, info).files:
-        f = task.data_file
-        proj = _projection(info.columns, task)
-        where = []
-        if task.deleted_positions:
-            where.append(f"{POS} NOT IN ({', '.join(str(p) for p in task.deleted_positions)})")
-        if task.max_snapshot is not None:
-            where.append(f"{ident(SNAPSHOT_COLUMN)} <= {task.max_snapshot}")
-        inner_where = f" WHERE {' AND '.join(where)}" if where else ""
-        rowid = _rowid_expr(tx.base, info, f.data_file_id)
-        parts.append(
-            f"SELECT {f.data_file_id} AS __file, {POS} AS __pos, CAST(__rid AS BIGINT) AS __rowid, {new_values} "
-            f"FROM (SELECT {', '.join(proj)}, {POS}, {rowid} AS __rid FROM "
-            f"(SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}){inner_where}) t "
-            f"WHERE ({cond})"
-        )
-    inlined_rows = [r for t in read_inlined(tx.base, info, with_rowid=True) for r in t.to_pylist()]
-    if inlined_rows:
-        cols = ", ".join(ident(c.name) for c in info.columns)
-        values = ", ".join(
-            "(" + ", ".join([f"CAST({r['rowid']} AS BIGINT)"] + [literal(r[c.name], c) for c in info.columns]) + ")"
-            for r in inlined_rows
-        )
-        parts.append(f"SELECT CAST(-1 AS BIGINT) AS __file, CAST(-1 AS BIGINT) AS __pos, __rowid, {new_values} "
-                     f"FROM VALUES {values} AS t(__rowid, {cols}) WHERE ({cond})")
-    if not parts:
+    target = _target_rows_sql(tx.base, info)
+    if target is None:
         tx.abandon()
         return None
-    matched = spark.sql("\nUNION ALL\n".join(parts))
-    hits = matched.select("__file", "__pos", "__rowid").collect()  # positions and ids only, never row values
+    matched = spark.sql(f"SELECT __file, __pos, __rowid, {new_values} FROM ({target}) t WHERE ({cond})")
+    hits = [tuple(r) for r in matched.select("__file", "__pos", "__rowid").collect()]  # ids only, never row values
     if not hits:
         tx.abandon()
         return None
     table_dir = tx.base.table_path(info)
     specs = write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
     try:
-        by_file: dict[int, list[int]] = defaultdict(list)
-        inlined_ids = []
-        for fid, pos, rid in hits:
-            if fid == -1:
-                inlined_ids.append(rid)
-            else:
-                by_file[fid].append(pos)
-        for fid, positions in sorted(by_file.items()):
-            tx.delete_rows(info.schema_name, info.name, fid, positions)
-        if inlined_ids:
-            tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
+        _stage_deletes(tx, info, hits)
         tx.add_data_files(info.schema_name, info.name, specs)
         return tx.commit()
     except BaseException as e:
@@ -192,16 +138,16 @@ def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, a
         raise
 
 
-def _remove_all(tx: object, state: LakeState, info: TableInfo, keep: object = None) -> None:
+def _remove_all(tx: Transaction, state: LakeState, info: TableInfo, keep: object = None) -> None:
     """Stage the removal of every live row (files end; inlined rows end), except files keep(file) says to keep."""
     for f in state.files(info):
         if keep is not None and keep(f):  # type: ignore[operator]
             continue
-        tx.delete_rows(info.schema_name, info.name, f.data_file_id, range(f.record_count))  # type: ignore[attr-defined]
+        tx.delete_rows(info.schema_name, info.name, f.data_file_id, range(f.record_count))
     if keep is None:
         ids = [r["rowid"] for t in read_inlined(state, info, with_rowid=True) for r in t.to_pylist()]
         if ids:
-            tx.delete_inlined_rows(info.schema_name, info.name, ids)  # type: ignore[attr-defined]
+            tx.delete_inlined_rows(info.schema_name, info.name, ids)
 
 
 def truncate(lake: DuckLake, schema: str, table: str, *, author: str | None = None,
@@ -350,17 +296,7 @@ def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, sou
         if not_matched_by_source_delete:
             deletes += [tuple(r) for r in spark.sql(
                 f"SELECT t.__file, t.__pos, t.__rowid FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on})").collect()]
-        by_file: dict[int, list[int]] = defaultdict(list)
-        inlined_ids: list[int] = []
-        for fid, pos, rid in deletes:
-            if fid == -1:
-                inlined_ids.append(rid)
-            else:
-                by_file[fid].append(pos)
-        for fid, positions in sorted(by_file.items()):
-            tx.delete_rows(info.schema_name, info.name, fid, positions)
-        if inlined_ids:
-            tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
+        _stage_deletes(tx, info, deletes)
         if specs:
             tx.add_data_files(info.schema_name, info.name, specs)
         if tx.is_empty:
