@@ -17,6 +17,7 @@ from .arrow_types import cast_to, plain_type
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_file
 from .inlined import read_inlined
 from .paths import to_local
+from .pruning import Predicate, prune
 from .records import Column, DataFile, NameMapping, TableInfo
 from .state import LakeState
 from .types import parse_value
@@ -40,14 +41,20 @@ class ScanPlan:
     table: TableInfo
     snapshot_id: int
     files: tuple[FileScanTask, ...]
+    pruned: int = 0  # live files skipped because their statistics exclude the predicate
 
 
-def plan_scan(state: LakeState, table: TableInfo) -> ScanPlan:
-    """The files of a table at the state's snapshot, with the deletes that apply to each."""
+def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = None) -> ScanPlan:
+    """The files of a table at the state's snapshot, with the deletes that apply to each.
+
+    With a predicate, files whose column statistics prove that no row matches are left out (`pruned` counts them).
+    """
     s = state.snapshot_id
-    mappings = state.name_mappings(table) if any(f.mapping_id is not None for f in state.files(table)) else {}
+    live = state.files(table)
+    files = prune(live, table, predicate)
+    mappings = state.name_mappings(table) if any(f.mapping_id is not None for f in files) else {}
     tasks = []
-    for f in state.files(table):
+    for f in files:
         deleted: set[int] = set()
         if f.delete_file is not None:
             d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
@@ -61,7 +68,7 @@ def plan_scan(state: LakeState, table: TableInfo) -> ScanPlan:
                 mapping=mappings.get(f.mapping_id) if f.mapping_id is not None else None,
             )
         )
-    return ScanPlan(table, s, tuple(tasks))
+    return ScanPlan(table, s, tuple(tasks), len(live) - len(files))
 
 
 def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -> pa.Table:

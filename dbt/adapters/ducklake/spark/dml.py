@@ -11,14 +11,17 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
+from sqlglot import exp
 
 from ..lake.deletes import SNAPSHOT_COLUMN
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
+from ..lake.pruning import And, Compare, InValues, Predicate
 from ..lake.records import Snapshot, TableInfo
 from ..lake.scan import plan_scan
 from ..lake.state import LakeState
 from ..lake.transaction import Transaction
+from .predicates import column_ref, conjuncts, to_predicate
 from .scan import POS, _projection, file_uri
 from .sql_literals import ident, literal
 
@@ -36,7 +39,7 @@ class DeletePlan:
 
 def plan_delete(spark: SparkSession, state: LakeState, table: TableInfo, condition: str | None) -> DeletePlan:
     """Find the rows a DELETE ... WHERE condition removes (condition None = every row)."""
-    target = _target_rows_sql(state, table)
+    target = _target_rows_sql(state, table, to_predicate(condition, table.columns, (None, "t")))
     if target is None:
         return DeletePlan([])
     cond = condition if condition else "true"
@@ -115,7 +118,7 @@ def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, a
     cond = condition if condition else "true"
     new_values = ", ".join(f"({sets[c.name]}) AS {ident(c.name)}" if c.name in sets else ident(c.name)
                            for c in info.columns)
-    target = _target_rows_sql(tx.base, info)
+    target = _target_rows_sql(tx.base, info, to_predicate(condition, info.columns, (None, "t")))
     if target is None:
         tx.abandon()
         return None
@@ -208,10 +211,13 @@ class MergeCardinalityError(ValueError):
     """A MERGE whose source has several rows matching one target row."""
 
 
-def _target_rows_sql(state: LakeState, info: TableInfo) -> str | None:
-    """Live target rows with their (file, position, rowid): __file = -1 marks inlined rows."""
+def _target_rows_sql(state: LakeState, info: TableInfo, predicate: Predicate | None = None) -> str | None:
+    """Live target rows with their (file, position, rowid): __file = -1 marks inlined rows.
+
+    With a predicate, files whose statistics exclude it are left out (inlined rows are always in).
+    """
     parts = []
-    for task in plan_scan(state, info).files:
+    for task in plan_scan(state, info, predicate).files:
         f = task.data_file
         proj = _projection(info.columns, task)
         where = []
@@ -240,6 +246,63 @@ def _target_rows_sql(state: LakeState, info: TableInfo) -> str | None:
     return "\nUNION ALL\n".join(parts) if parts else None
 
 
+MAX_KEY_LIST = 1000  # a source with at most this many rows prunes target files by its key values, not just their range
+_INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
+
+
+def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: str) -> Predicate | None:
+    """What the target rows a MERGE can match must satisfy, for file pruning.
+
+    From the ON condition: its terms on target columns and literals (e.g. incremental predicates), and for each
+    equality t.<col> = s.<col>, the source keys' range (their values too, when the source is small). A key pair is
+    used only when both sides have the same type (or both are integers), so Spark compares them as the stats do.
+    """
+    from .types import to_spark
+
+    parts: list[Predicate] = []
+    own = to_predicate(on, info.columns, ("t",))
+    if own is not None:
+        parts.append(own)
+    src_types = {f.name.lower(): f.dataType.simpleString() for f in spark.table(source_view).schema.fields}
+    target = {c.name.lower(): c for c in info.columns}
+    keys: list[tuple[str, str]] = []  # (target column, source column)
+    for term in conjuncts(on):
+        if not isinstance(term, exp.EQ):
+            continue
+        a, b = column_ref(term.this), column_ref(term.expression)
+        if a is None or b is None:
+            continue
+        if (a[0] or "").lower() == "s":
+            a, b = b, a
+        if (a[0] or "").lower() != "t" or (b[0] or "").lower() != "s":
+            continue
+        col, src_type = target.get(a[1].lower()), src_types.get(b[1].lower())
+        if col is None or src_type is None or col.is_nested:
+            continue
+        t_type = to_spark(col).simpleString()
+        same = t_type == src_type or (t_type in _INTEGRAL and src_type in _INTEGRAL)
+        if same and src_type != "binary":  # a binary's STRING cast is not the stats' hex
+            keys.append((col.name, b[1]))
+    if keys:
+        aggs = ", ".join(f"CAST(min(s.{ident(sc)}) AS STRING), CAST(max(s.{ident(sc)}) AS STRING)" for _, sc in keys)
+        row = spark.sql(f"SELECT count(*), {aggs} FROM {source_view} s").collect()[0]
+        small = row[0] <= MAX_KEY_LIST
+        for i, (tc, sc) in enumerate(keys):
+            lo, hi = row[1 + 2 * i], row[2 + 2 * i]
+            if lo is None:  # no non-null key: an equality on it matches no target row
+                parts.append(InValues(tc, ()))
+                continue
+            if small:
+                values = [r[0] for r in spark.sql(f"SELECT DISTINCT CAST(s.{ident(sc)} AS STRING) FROM {source_view} s "
+                                                  f"WHERE s.{ident(sc)} IS NOT NULL").collect()]
+                parts.append(InValues(tc, tuple(values)))
+            else:
+                parts.append(And((Compare(tc, ">=", lo), Compare(tc, "<=", hi))))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
 def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, source: object, on: str, *,
                matched: str | None = None, matched_set: dict[str, str] | None = None,
                not_matched_insert: bool = False, not_matched_by_source_delete: bool = False,
@@ -262,7 +325,9 @@ def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, sou
     info = tx.base.table(schema, table)
     src_view = f"__ducklake_merge_source_{abs(hash((schema, table, on))) % 10**9}"
     source.createOrReplaceTempView(src_view)  # type: ignore[attr-defined]
-    target_sql = _target_rows_sql(tx.base, info) or (
+    # every target row counts when unmatched target rows are deleted; otherwise only files that can match
+    prune_by = None if not_matched_by_source_delete else merge_predicate(spark, src_view, info, on)
+    target_sql = _target_rows_sql(tx.base, info, prune_by) or (
         "SELECT CAST(NULL AS BIGINT) AS __file, CAST(NULL AS BIGINT) AS __pos, CAST(NULL AS BIGINT) AS __rowid, "
         + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns) + " WHERE false")
     target = f"({target_sql})"

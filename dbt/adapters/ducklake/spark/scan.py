@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..lake.inlined import read_inlined
 from ..lake.paths import to_local
+from ..lake.pruning import Predicate
 from ..lake.records import Column, NameMapping, TableInfo
 from ..lake.scan import FileScanTask, plan_scan
 from ..lake.state import LakeState
@@ -141,14 +142,17 @@ def _projection(columns: Sequence[Column], task: FileScanTask) -> tuple[str, ...
     return tuple(out)
 
 
-def table_sql(state: LakeState, table: TableInfo) -> str:
+def table_sql(state: LakeState, table: TableInfo, predicate: Predicate | None = None) -> str:
     """The SELECT that yields the table's rows at the state's snapshot, for Spark SQL.
+
+    With a predicate, files whose statistics exclude it are left out: the SELECT then yields a superset of the rows
+    matching the predicate (the caller still filters).
 
     Raises:
         UnsupportedTypeError: a column has a type Spark cannot hold (checked before anything is read).
     """
     spark_schema(table.columns)
-    plan = plan_scan(state, table)
+    plan = plan_scan(state, table, predicate)
     columns = table.columns
     # files share a branch when they map alike AND have the same physical types (Spark reads a branch with one schema)
     groups: dict[tuple[tuple[str, ...], str, int | None], list[str]] = {}
@@ -217,6 +221,18 @@ def register_table(spark: SparkSession, state: LakeState, table: TableInfo, *, d
     name = f"{ident(database)}.{ident(view)}"
     spark.sql(f"CREATE OR REPLACE VIEW {name} AS {table_sql(state, table)}")
     return name
+
+
+def read_table(spark: SparkSession, state: LakeState, table: TableInfo, where: str | None = None) -> DataFrame:
+    """The table's rows at the state's snapshot WHERE a Spark SQL condition, as a DataFrame.
+
+    Files whose column statistics exclude the condition are not read (Spark's Parquet reader then skips row groups
+    by their own statistics). Columns are referenced unqualified or as t.<column>.
+    """
+    from .predicates import to_predicate
+
+    sql = table_sql(state, table, to_predicate(where, table.columns, (None, "t")))
+    return spark.sql(f"SELECT * FROM ({sql}) t" + (f" WHERE ({where})" if where else ""))
 
 
 def register_lake(spark: SparkSession, state: LakeState) -> list[str]:

@@ -1,0 +1,147 @@
+"""Spark SQL conditions -> the lake's pruning predicates (`lake.pruning`), with sqlglot's Spark parser.
+
+Only what statistics can decide is translated: comparisons, IN, BETWEEN and IS [NOT] NULL between one target column
+and literals, under AND/OR. Anything else becomes "no constraint" inside an AND, and makes a whole OR unknown, so a
+translated predicate is always implied by the condition: pruning with it never drops a matching row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from ..lake.pruning import And, Compare, InValues, IsNull, Or, Predicate
+from ..lake.records import Column
+from ..lake.types import parse_type
+
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_OPS: dict[type[exp.Expression], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+                                         exp.GTE: ">="}
+_TEXT_TYPES = frozenset({"varchar", "json"})
+_TEMPORAL = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"})
+_TEMPORAL_CASTS = frozenset({exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ,
+                             exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.DATETIME})
+
+
+def to_predicate(condition: str | None, columns: Sequence[Column], qualifiers: Sequence[str | None] = (None,)
+                 ) -> Predicate | None:
+    """The pruning predicate implied by a Spark SQL boolean condition on a table with these columns.
+
+    qualifiers: how the table's columns may be written (None = unqualified, "t" = t.col). None when nothing in the
+    condition can be used (or it does not parse: Spark reports the error when it runs the statement).
+    """
+    if not condition:
+        return None
+    try:
+        tree = sqlglot.parse_one(condition, read="spark")
+    except (ParseError, ValueError):
+        return None
+    quals = {q.lower() if q else None for q in qualifiers}
+    return _Translator({c.name.lower(): c for c in columns}, quals).translate(tree)
+
+
+def conjuncts(condition: str) -> list[exp.Expression]:
+    """The top-level AND terms of a condition (one term when it is not an AND)."""
+    tree = sqlglot.parse_one(condition, read="spark")
+    return list(tree.flatten()) if isinstance(tree, exp.And) else [_unparen(tree)]
+
+
+def column_ref(node: exp.Expression) -> tuple[str | None, str] | None:
+    """(qualifier, column name) when the node is a column reference."""
+    node = _unparen(node)
+    if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+        return (node.table or None), node.name
+    return None
+
+
+def _unparen(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+class _Translator:
+    def __init__(self, columns: dict[str, Column], qualifiers: set[str | None]) -> None:
+        self.columns = columns
+        self.qualifiers = qualifiers
+
+    def translate(self, node: exp.Expression) -> Predicate | None:
+        node = _unparen(node)
+        if isinstance(node, exp.And):
+            parts = [p for p in (self.translate(x) for x in node.flatten()) if p is not None]
+            return None if not parts else parts[0] if len(parts) == 1 else And(tuple(parts))
+        if isinstance(node, exp.Or):
+            alts = [self.translate(x) for x in node.flatten()]
+            return None if any(a is None for a in alts) else Or(tuple(a for a in alts if a is not None))
+        if isinstance(node, exp.Not):
+            inner = _unparen(node.this)
+            if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+                col = self._column(inner.this)
+                return IsNull(col.name, negated=True) if col else None
+            return None
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            col = self._column(node.this)
+            return IsNull(col.name) if col else None
+        if type(node) in _OPS:
+            return self._compare(node.this, _OPS[type(node)], node.expression)
+        if isinstance(node, exp.Between):
+            col = self._column(node.this)
+            lo, hi = (self._value(col, node.args.get(k)) if col else None for k in ("low", "high"))
+            if col is None or lo is None or hi is None:
+                return None
+            return And((Compare(col.name, ">=", lo), Compare(col.name, "<=", hi)))
+        if isinstance(node, exp.In) and not node.args.get("query"):
+            col = self._column(node.this)
+            values = [self._value(col, v) for v in node.expressions] if col else [None]
+            if col is None or any(v is None for v in values):
+                return None
+            return InValues(col.name, tuple(v for v in values if v is not None))
+        return None
+
+    def _compare(self, left: exp.Expression, op: str, right: exp.Expression) -> Predicate | None:
+        col = self._column(left)
+        if col is None:
+            col, op, right = self._column(right), _FLIP[op], left
+        if col is None:
+            return None
+        value = self._value(col, right)
+        return None if value is None else Compare(col.name, op, value)
+
+    def _column(self, node: exp.Expression) -> Column | None:
+        ref = column_ref(node)
+        if ref is None:
+            return None
+        qualifier, name = ref
+        if (qualifier.lower() if qualifier else None) not in self.qualifiers:
+            return None
+        return self.columns.get(name.lower())
+
+    def _value(self, col: Column | None, node: exp.Expression | None) -> str | None:
+        """The literal's text, when comparing it with the column compares values of the column's own type."""
+        if col is None or node is None:
+            return None
+        t = parse_type(col.type)
+        node = _unparen(node)
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            if node.to.this not in _TEMPORAL_CASTS or t not in _TEMPORAL:
+                return None
+            node = _unparen(node.this)
+            if not (isinstance(node, exp.Literal) and node.is_string):
+                return None
+        negative = isinstance(node, exp.Neg)
+        if negative:
+            node = _unparen(node.this)
+        if isinstance(node, exp.Boolean):
+            return ("true" if node.this else "false") if t == "boolean" and not negative else None
+        if not isinstance(node, exp.Literal):
+            return None
+        text = str(node.this)
+        if node.is_string:
+            # Spark casts a string literal to a numeric or temporal column's type; text columns compare as text
+            return None if negative else text
+        if t in _TEXT_TYPES or t in _TEMPORAL or t in ("boolean", "blob"):
+            return None  # a number against text or time: Spark compares after casting the column, not the literal
+        return f"-{text}" if negative else text
