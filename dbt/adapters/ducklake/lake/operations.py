@@ -10,7 +10,7 @@ from .deletes import merge_positions, read_delete_file, write_delete_file
 from .errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
 from .paths import delete_file_name, join_path, relative_to
 from .records import Column, DataFile, TableInfo
-from .state import load_files
+from .state import ci_lookup, load_files
 
 # The widening type changes the reference allows (DuckDB's max-logical-type rule, checked against DuckDB 1.5).
 _SIGNED = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "int128": 128}
@@ -217,6 +217,23 @@ class SetComment(Operation):
             b.set_tag(info.table_id, "comment", self.comment, is_view=False)
         else:
             b.set_column_tag(info, info.column(self.column).column_id, "comment", self.comment)
+
+
+@dataclass
+class SetTag(Operation):
+    """A tag (key/value) on a table or view; None removes it."""
+
+    schema: str
+    name: str
+    key: str
+    value: str | None
+
+    def apply(self, b: CatalogBuilder) -> None:
+        if (self.schema, self.name) in b.views or ci_lookup(b.views, (self.schema, self.name)) is not None:
+            b.set_tag(b.view(self.schema, self.name).view_id, self.key, self.value, is_view=True)
+            return
+        info = bound_table(b, self, self.name)
+        b.set_tag(info.table_id, self.key, self.value, is_view=False)
 
 
 @dataclass

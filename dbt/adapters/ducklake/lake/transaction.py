@@ -14,7 +14,7 @@ from .builder import CatalogBuilder
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
 from .errors import CommitConflictError, DuckLakeError, TransactionClosedError
-from .paths import LocalFileIO
+from .paths import LocalFileIO, join_path
 from .records import Column, Snapshot, TableInfo, ViewInfo
 from .state import LakeState, find_snapshot, latest_snapshot, load_state
 
@@ -69,6 +69,14 @@ class Transaction:
 
     def view(self, schema: str, name: str) -> ViewInfo:
         return self._staged.view(schema, name)
+
+    def table_path(self, table: TableInfo) -> str:
+        """The directory of a table as this transaction has it (its schema may be staged too)."""
+        schema = next(s for s in self._staged.schemas.values() if s.schema_id == table.schema_id)
+        base = join_path(self.base.data_path, schema.path) if schema.path_is_relative else schema.path
+        if not table.path:
+            return base
+        return join_path(base, table.path) if table.path_is_relative else table.path
 
     def has_schema(self, name: str) -> bool:
         return any(s.lower() == name.lower() for s in self._staged.schemas)
@@ -179,6 +187,10 @@ class Transaction:
     def set_comment(self, schema: str, name: str, comment: str | None, *, column: str | None = None) -> None:
         """COMMENT ON TABLE/VIEW/COLUMN (None removes it)."""
         self._stage(ops.SetComment(schema, name, comment, column))
+
+    def set_tag(self, schema: str, name: str, key: str, value: str | None) -> None:
+        """A tag on a table or view (None removes it); 'comment' is the comment."""
+        self._stage(ops.SetTag(schema, name, key, value))
 
     def create_view(
         self,

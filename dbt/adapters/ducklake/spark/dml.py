@@ -7,8 +7,11 @@ and deletes matching inlined rows, all in one snapshot. Only (file, position) pa
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 from sqlglot import exp
@@ -62,6 +65,37 @@ def _stage_deletes(tx: Transaction, info: TableInfo, hits: list[tuple[int, int, 
         tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
 
 
+
+@dataclass
+class Staged:
+    """What a staged statement wrote: files to remove if its transaction fails, and whether it changed anything."""
+
+    files: list = field(default_factory=list)
+    table_dir: str = ""
+    changed: bool = False
+
+
+def _run(lake: DuckLake, provenance: dict[str, str | None], stage: Callable[[Transaction], Staged]
+         ) -> Snapshot | None:
+    """One statement as one snapshot: stage it, commit, and remove its files after a definite failure."""
+    from ..lake.errors import CommitStateUnknownError
+    from .write import discard_files
+
+    tx = lake.transaction(**provenance)
+    done = Staged()
+    try:
+        done = stage(tx)
+        if not done.changed or tx.is_empty:
+            tx.abandon()
+            discard_files(done.files, done.table_dir)
+            return None
+        return tx.commit()
+    except BaseException as e:
+        tx.abandon()
+        if not isinstance(e, CommitStateUnknownError):
+            discard_files(done.files, done.table_dir)
+        raise
+
 def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, condition: str | None = None, *,
                  author: str | None = None, commit_message: str | None = None,
                  commit_extra_info: str | None = None) -> Snapshot | None:
@@ -71,14 +105,22 @@ def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, c
         NoSuchTableError: no such table. AnalysisException: the condition is not valid Spark SQL for the table.
         CommitConflictError: another writer deleted from the same files (or altered/dropped the table) meanwhile.
     """
-    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    return _run(lake, _prov(author, commit_message, commit_extra_info),
+                lambda tx: stage_delete(spark, tx, schema, table, condition))
+
+
+def stage_delete(spark: SparkSession, tx: Transaction, schema: str, table: str, condition: str | None) -> Staged:
+    """Stage DELETE FROM schema.table [WHERE condition] in tx (rows as of the transaction's base snapshot)."""
     info = tx.base.table(schema, table)
     plan = plan_delete(spark, tx.base, info, condition)
     if plan.empty:
-        tx.abandon()
-        return None
+        return Staged()
     _stage_deletes(tx, info, plan.hits)
-    return tx.commit()
+    return Staged(changed=True)
+
+
+def _prov(author: str | None, commit_message: str | None, commit_extra_info: str | None) -> dict[str, str | None]:
+    return {"author": author, "commit_message": commit_message, "commit_extra_info": commit_extra_info}
 
 
 def _rowid_expr(state: LakeState, table: TableInfo, data_file_id: int) -> str:
@@ -104,15 +146,20 @@ def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, a
         NoSuchColumnError: an assignment names no column. AnalysisException: an expression is not valid Spark SQL.
         CommitConflictError: another writer changed the same files (or the table) meanwhile.
     """
-    from ..lake.errors import NoSuchColumnError
-    from .write import discard_files, write_files
+    return _run(lake, _prov(author, commit_message, commit_extra_info),
+                lambda tx: stage_update(spark, tx, schema, table, assignments, condition))
 
-    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+
+def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, assignments: dict[str, str],
+                 condition: str | None) -> Staged:
+    """Stage UPDATE schema.table SET ... [WHERE condition] in tx."""
+    from ..lake.errors import NoSuchColumnError
+    from .write import write_files
+
     info = tx.base.table(schema, table)
     names = {c.name.lower(): c.name for c in info.columns}
     for col in assignments:
         if col.lower() not in names:
-            tx.abandon()
             raise NoSuchColumnError(f"UPDATE of {schema}.{table}: no column {col!r} (columns: {list(names.values())})")
     sets = {names[k.lower()]: v for k, v in assignments.items()}
     cond = condition if condition else "true"
@@ -120,24 +167,30 @@ def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, a
                            for c in info.columns)
     target = _target_rows_sql(tx.base, info, to_predicate(condition, info.columns, (None, "t")))
     if target is None:
-        tx.abandon()
-        return None
+        return Staged()
     matched = spark.sql(f"SELECT __file, __pos, __rowid, {new_values} FROM ({target}) t WHERE ({cond})")
     hits = [tuple(r) for r in matched.select("__file", "__pos", "__rowid").collect()]  # ids only, never row values
     if not hits:
-        tx.abandon()
-        return None
+        return Staged()
     table_dir = tx.base.table_path(info)
-    specs = write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
-    try:
+    done = Staged(write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid"), table_dir,
+                  True)
+    with _removed_on_error(done):
         _stage_deletes(tx, info, hits)
-        tx.add_data_files(info.schema_name, info.name, specs)
-        return tx.commit()
-    except BaseException as e:
-        from ..lake.errors import CommitStateUnknownError
+        tx.add_data_files(info.schema_name, info.name, done.files)
+    return done
 
-        if not isinstance(e, CommitStateUnknownError):
-            discard_files(specs, table_dir)
+
+@contextlib.contextmanager
+def _removed_on_error(done: Staged) -> Iterator[None]:
+    """Files written by a statement go if staging them fails (nothing can reference them yet)."""
+    from .write import discard_files
+
+    try:
+        yield
+    except BaseException:
+        discard_files(done.files, done.table_dir)
+        done.files = []
         raise
 
 
@@ -156,13 +209,13 @@ def _remove_all(tx: Transaction, state: LakeState, info: TableInfo, keep: object
 def truncate(lake: DuckLake, schema: str, table: str, *, author: str | None = None,
              commit_message: str | None = None, commit_extra_info: str | None = None) -> Snapshot | None:
     """TRUNCATE schema.table: every data file ends and inlined rows end, in one snapshot (None if already empty)."""
-    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+    return _run(lake, _prov(author, commit_message, commit_extra_info), lambda tx: stage_truncate(tx, schema, table))
+
+
+def stage_truncate(tx: Transaction, schema: str, table: str) -> Staged:
     info = tx.base.table(schema, table)
     _remove_all(tx, tx.base, info)
-    if tx.is_empty:
-        tx.abandon()
-        return None
-    return tx.commit()
+    return Staged(changed=not tx.is_empty)
 
 
 def insert_overwrite(spark: SparkSession, lake: DuckLake, schema: str, table: str, df: object, *,
@@ -175,36 +228,33 @@ def insert_overwrite(spark: SparkSession, lake: DuckLake, schema: str, table: st
         ValueError: dynamic_partitions on a table without partitioning.
         CommitConflictError: another writer changed the table meanwhile (the written files are removed).
     """
-    from ..lake.errors import CommitStateUnknownError
-    from .write import discard_files, write_files
+    return _run(lake, _prov(author, commit_message, commit_extra_info),
+                lambda tx: stage_insert_overwrite(spark, tx, schema, table, df, dynamic_partitions=dynamic_partitions))
 
-    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+
+def stage_insert_overwrite(spark: SparkSession, tx: Transaction, schema: str, table: str, df: object, *,
+                           dynamic_partitions: bool = False) -> Staged:
+    from .write import write_files
+
     info = tx.base.table(schema, table)
     if dynamic_partitions and info.partition is None:
-        tx.abandon()
         raise ValueError(f"{schema}.{table} is not partitioned: dynamic partition overwrite needs a partitioned table")
     table_dir = tx.base.table_path(info)
-    specs = write_files(spark, df, info, table_dir)  # type: ignore[arg-type]
-    try:
+    done = Staged(write_files(spark, df, info, table_dir), table_dir)  # type: ignore[arg-type]
+    with _removed_on_error(done):
         if dynamic_partitions:
             assert info.partition is not None
-            written = {s.partition_values for s in specs}
+            written = {f.partition_values for f in done.files}
             pid = info.partition.partition_id
             # files of the current spec in a written partition go; files of older specs cannot be matched, so stay
             _remove_all(tx, tx.base, info,
                         keep=lambda f: f.partition_id != pid or tuple(f.partition_values) not in written)
         else:
             _remove_all(tx, tx.base, info)
-        if specs:
-            tx.add_data_files(info.schema_name, info.name, specs)
-        if tx.is_empty:
-            tx.abandon()
-            return None
-        return tx.commit()
-    except BaseException as e:
-        if not isinstance(e, CommitStateUnknownError):
-            discard_files(specs, table_dir)
-        raise
+        if done.files:
+            tx.add_data_files(info.schema_name, info.name, done.files)
+    done.changed = not tx.is_empty
+    return done
 
 
 class MergeCardinalityError(ValueError):
@@ -312,65 +362,69 @@ def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, sou
 
     matched: 'update' (SET from matched_set, or every column from s when None) or 'delete'; not_matched_insert
     inserts source rows matching no target row (columns by name); not_matched_by_source_delete deletes target rows
-    no source row matches. Updated rows keep their row ids. None when nothing changed.
+    no source row matches. Updated rows keep their row ids. Target files whose statistics exclude the ON terms or
+    the source's keys are not read. None when nothing changed.
 
     Raises:
         MergeCardinalityError: a target row is matched by several source rows (nothing is committed).
         CommitConflictError: another writer changed the same files (or the table) meanwhile.
     """
-    from ..lake.errors import CommitStateUnknownError
-    from .write import discard_files, write_files
+    return _run(lake, _prov(author, commit_message, commit_extra_info),
+                lambda tx: stage_merge(spark, tx, schema, table, source, on, matched=matched, matched_set=matched_set,
+                                       not_matched_insert=not_matched_insert,
+                                       not_matched_by_source_delete=not_matched_by_source_delete))
 
-    tx = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
+
+def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str, *,
+                matched: str | None = None, matched_set: dict[str, str] | None = None,
+                not_matched_insert: bool = False, not_matched_by_source_delete: bool = False) -> Staged:
+    """Stage MERGE INTO schema.table in tx (see merge_into)."""
+    from .write import write_files
+
     info = tx.base.table(schema, table)
-    src_view = f"__ducklake_merge_source_{abs(hash((schema, table, on))) % 10**9}"
+    src_view = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
     source.createOrReplaceTempView(src_view)  # type: ignore[attr-defined]
-    # every target row counts when unmatched target rows are deleted; otherwise only files that can match
-    prune_by = None if not_matched_by_source_delete else merge_predicate(spark, src_view, info, on)
-    target_sql = _target_rows_sql(tx.base, info, prune_by) or (
-        "SELECT CAST(NULL AS BIGINT) AS __file, CAST(NULL AS BIGINT) AS __pos, CAST(NULL AS BIGINT) AS __rowid, "
-        + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns) + " WHERE false")
-    target = f"({target_sql})"
-    cols = [c.name for c in info.columns]
-    dup = spark.sql(f"SELECT t.__rowid FROM {target} t JOIN {src_view} s ON ({on}) "
-                    "GROUP BY t.__file, t.__pos, t.__rowid HAVING count(*) > 1 LIMIT 1").collect()
-    if dup and matched:
-        tx.abandon()
-        raise MergeCardinalityError(
-            f"MERGE into {schema}.{table}: several source rows match the target row with rowid {dup[0][0]}; "
-            "each target row may be matched by at most one source row (nothing was changed)")
-    deletes: list[tuple[int, int, int]] = []
-    specs: list = []
     table_dir = tx.base.table_path(info)
+    done = Staged(table_dir=table_dir)
     try:
-        if matched == "delete":
-            deletes += [tuple(r) for r in spark.sql(
-                f"SELECT DISTINCT t.__file, t.__pos, t.__rowid FROM {target} t JOIN {src_view} s ON ({on})").collect()]
-        elif matched == "update":
-            sets = matched_set or {c: f"s.{ident(c)}" for c in cols}
-            exprs = ", ".join(f"({sets[c]}) AS {ident(c)}" if c in sets else f"t.{ident(c)}" for c in cols)
-            upd = spark.sql(f"SELECT t.__file, t.__pos, t.__rowid, {exprs} FROM {target} t "
-                            f"JOIN {src_view} s ON ({on})")
-            hits = [tuple(r) for r in upd.select("__file", "__pos", "__rowid").collect()]
-            if hits:
-                deletes += hits
-                specs += write_files(spark, upd.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
-        if not_matched_insert:
-            ins = spark.sql(f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN {target} t ON ({on})")
-            specs += write_files(spark, ins.select(*[ident(c) for c in cols]), info, table_dir)
-        if not_matched_by_source_delete:
-            deletes += [tuple(r) for r in spark.sql(
-                f"SELECT t.__file, t.__pos, t.__rowid FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on})").collect()]
-        _stage_deletes(tx, info, deletes)
-        if specs:
-            tx.add_data_files(info.schema_name, info.name, specs)
-        if tx.is_empty:
-            tx.abandon()
-            return None
-        return tx.commit()
-    except BaseException as e:
-        if not isinstance(e, CommitStateUnknownError):
-            discard_files(specs, table_dir)
-        raise
+        with _removed_on_error(done):
+            # every target row counts when unmatched target rows are deleted; otherwise only files that can match
+            prune_by = None if not_matched_by_source_delete else merge_predicate(spark, src_view, info, on)
+            target_sql = _target_rows_sql(tx.base, info, prune_by) or (
+                "SELECT CAST(NULL AS BIGINT) AS __file, CAST(NULL AS BIGINT) AS __pos, CAST(NULL AS BIGINT) AS __rowid, "
+                + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns) + " WHERE false")
+            target = f"({target_sql})"
+            cols = [c.name for c in info.columns]
+            if matched:
+                dup = spark.sql(f"SELECT t.__rowid FROM {target} t JOIN {src_view} s ON ({on}) "
+                                "GROUP BY t.__file, t.__pos, t.__rowid HAVING count(*) > 1 LIMIT 1").collect()
+                if dup:
+                    raise MergeCardinalityError(
+                        f"MERGE into {schema}.{table}: several source rows match the target row with rowid {dup[0][0]}; "
+                        "each target row may be matched by at most one source row (nothing was changed)")
+            deletes: list[tuple[int, int, int]] = []
+            if matched == "delete":
+                deletes += [tuple(r) for r in spark.sql(
+                    f"SELECT DISTINCT t.__file, t.__pos, t.__rowid FROM {target} t JOIN {src_view} s ON ({on})").collect()]
+            elif matched == "update":
+                sets = matched_set or {c: f"s.{ident(c)}" for c in cols}
+                exprs = ", ".join(f"({sets[c]}) AS {ident(c)}" if c in sets else f"t.{ident(c)}" for c in cols)
+                upd = spark.sql(f"SELECT t.__file, t.__pos, t.__rowid, {exprs} FROM {target} t "
+                                f"JOIN {src_view} s ON ({on})")
+                hits = [tuple(r) for r in upd.select("__file", "__pos", "__rowid").collect()]
+                if hits:
+                    deletes += hits
+                    done.files += write_files(spark, upd.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
+            if not_matched_insert:
+                ins = spark.sql(f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN {target} t ON ({on})")
+                done.files += write_files(spark, ins.select(*[ident(c) for c in cols]), info, table_dir)
+            if not_matched_by_source_delete:
+                deletes += [tuple(r) for r in spark.sql(
+                    f"SELECT t.__file, t.__pos, t.__rowid FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on})").collect()]
+            _stage_deletes(tx, info, deletes)
+            if done.files:
+                tx.add_data_files(info.schema_name, info.name, done.files)
+            done.changed = bool(deletes or done.files)
+            return done
     finally:
         spark.catalog.dropTempView(src_view)

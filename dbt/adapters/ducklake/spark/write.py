@@ -141,17 +141,33 @@ def append(
         InvalidDataFileError / UnsupportedTypeError: the DataFrame does not fit the table.
     """
     txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
-    info = txn.table(schema, table)
-    table_dir = txn.base.table_path(info)
     try:
-        files = write_files(spark, df, info, table_dir)
+        files, table_dir = stage_append(spark, txn, schema, table, df)
     except BaseException:
         txn.abandon()
         raise
     if not files:
         txn.abandon()
         return None
-    return _commit(txn, files, table_dir, lambda: txn.add_data_files(schema, table, files))
+    return _commit(txn, files, table_dir, lambda: None)
+
+
+def stage_append(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame
+                 ) -> tuple[list[DataFileSpec], str]:
+    """Write the DataFrame's rows as files of the table (staged or committed) and stage them in txn.
+
+    Returns the files and the table directory, for `discard_files` if the transaction fails.
+    """
+    info = txn.table(schema, table)
+    table_dir = txn.table_path(info)
+    files = write_files(spark, df, info, table_dir)
+    if files:
+        try:
+            txn.add_data_files(schema, table, files)
+        except BaseException:
+            discard_files(files, table_dir)
+            raise
+    return files, table_dir
 
 
 def create_table_as(
@@ -179,24 +195,33 @@ def create_table_as(
         NoSuchSchemaError: the schema does not exist.
         CommitConflictError: another writer committed a conflicting change (the written files are removed).
     """
-    columns = columns_from_spark(df.schema)
     txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
-    staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
-    # the staged table's directory: its schema's directory (the schema exists at the base) + the table's path
-    table_dir = txn.base.table_path(staged)
     try:
-        files = write_files(spark, df, staged, table_dir)
+        files, table_dir = stage_create_table_as(spark, txn, schema, table, df, partition_by=partition_by,
+                                                 replace=replace, comment=comment)
     except BaseException:
         txn.abandon()
         raise
-
-    def stage() -> None:
-        if files:
-            txn.add_data_files(schema, table, files)
-
-    snap = _commit(txn, files, table_dir, stage)
+    snap = _commit(txn, files, table_dir, lambda: None)
     assert snap is not None  # a CREATE TABLE is never an empty transaction
     return snap
+
+
+def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
+                          partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
+                          comment: str | None = None) -> tuple[list[DataFileSpec], str]:
+    """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged)."""
+    columns = columns_from_spark(df.schema)
+    staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
+    table_dir = txn.table_path(staged)
+    files = write_files(spark, df, staged, table_dir)
+    if files:
+        try:
+            txn.add_data_files(schema, table, files)
+        except BaseException:
+            discard_files(files, table_dir)
+            raise
+    return files, table_dir
 
 
 def discard_files(files: Sequence[DataFileSpec], table_dir: str) -> None:

@@ -1,0 +1,105 @@
+"""Keep DuckLake tables and views resolvable by their `schema.name` in Spark SQL, at the lake's latest snapshot.
+
+Before a statement runs, `LakeNames.refresh(refs)` checks the latest snapshot (one catalog query) and (re)creates the
+Spark views of the referenced lake objects whose definition changed since they were registered. A DuckLake view
+whose Spark text is kept (tag `spark_sql`) becomes a Spark view of that text. Objects that no longer exist lose their
+Spark view, so a dropped table fails to resolve instead of showing stale rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+import sqlglot
+from pyspark.sql import SparkSession
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from ..lake.lake import DuckLake
+from ..lake.state import LakeState, ci_lookup
+from .scan import table_sql
+from .sql_literals import ident
+
+SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
+
+
+def table_refs(sql: str) -> set[tuple[str, str]]:
+    """The two-part names (schema, name), lower case, that a Spark SQL text refers to (empty if it does not parse)."""
+    try:
+        trees = sqlglot.parse(sql, read="spark")
+    except (ParseError, ValueError):
+        return set()
+    refs = set()
+    for tree in trees:
+        if tree is None:
+            continue
+        for t in tree.find_all(exp.Table):
+            if t.db and t.name:
+                refs.add((t.db.lower(), t.name.lower()))
+    return refs
+
+
+class LakeNames:
+    """The Spark views standing for one lake's tables and views (one per lake and SparkSession, thread-safe)."""
+
+    def __init__(self, spark: SparkSession, lake: DuckLake) -> None:
+        self.spark = spark
+        self.lake = lake
+        self._lock = threading.RLock()
+        self._state: LakeState | None = None
+        self._registered: dict[tuple[str, str], str] = {}  # (schema, name) lower -> SQL of the Spark view
+
+    def state(self) -> LakeState:
+        """The lake at its latest snapshot (re-read only when a new snapshot exists)."""
+        with self._lock:
+            latest = self.lake.latest_snapshot_id()
+            if self._state is None or self._state.snapshot_id != latest:
+                self._state = self.lake.snapshot(latest)
+            return self._state
+
+    def refresh(self, refs: Iterable[tuple[str, str]]) -> None:
+        """Make each referenced (schema, name) that is a lake table or view resolve to its latest version."""
+        with self._lock:
+            st = self.state()
+            for schema, name in refs:
+                self._refresh_one(st, schema, name)
+
+    def refresh_all(self) -> None:
+        with self._lock:
+            st = self.state()
+            for schema, name in list(st.tables) + list(st.views):
+                self._refresh_one(st, schema, name)
+
+    def forget(self, schema: str, name: str) -> None:
+        """Drop the Spark view of an object (after the lake dropped or renamed it)."""
+        with self._lock:
+            key = (schema.lower(), name.lower())
+            if self._registered.pop(key, None) is not None or self._exists(schema):
+                self.spark.sql(f"DROP VIEW IF EXISTS {ident(schema)}.{ident(name)}")
+
+    def _exists(self, schema: str) -> bool:
+        return any(d.name.lower() == schema.lower() for d in self.spark.catalog.listDatabases())
+
+    def _refresh_one(self, st: LakeState, schema: str, name: str) -> None:
+        key = (schema.lower(), name.lower())
+        table = ci_lookup(st.tables, (schema, name))
+        view = ci_lookup(st.views, (schema, name)) if table is None else None
+        if table is not None:
+            sql = table_sql(st, table)
+            schema, name = table.schema_name, table.name
+        elif view is not None:
+            sql = view.tags.get(SPARK_SQL_TAG) or view.sql
+            schema, name = view.schema_name, view.name
+            for ref in table_refs(sql):  # what the view reads must resolve too
+                if ref != key:
+                    self._refresh_one(st, *ref)
+        else:
+            if key in self._registered:
+                self.forget(schema, name)
+            return
+        if self._registered.get(key) == sql:
+            return
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(schema)}")
+        self.spark.sql(f"CREATE OR REPLACE VIEW {ident(schema)}.{ident(name)} AS {sql}")
+        self._registered[key] = sql
