@@ -13,6 +13,8 @@ from dbt.adapters.ducklake.spark.session import build_session
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = build_session("local[2]", "dbt-ducklake-tests", {"spark.sql.shuffle.partitions": "4"})
+    # the dbt tests of the same process may have set dbt-spark's ANSI-off; the Spark layer is tested with Spark's default
+    session.conf.set("spark.sql.ansi.enabled", "true")
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session

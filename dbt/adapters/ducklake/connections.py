@@ -1,0 +1,159 @@
+"""Connections: each holds the shared runtime and, inside dbt's BEGIN ... COMMIT, one `LakeWork` (one snapshot)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.sql import SQLConnectionManager
+from dbt_common.events.contextvars import get_node_info
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from pyspark.errors import PySparkException
+
+from .__version__ import version as adapter_version
+from .credentials import DuckLakeCredentials
+from .cursor import DuckLakeCursor
+from .lake.errors import DuckLakeError
+from .router import Change, RoutingError
+from .runtime import Runtime, runtime_for
+from .spark.work import LakeWork
+
+logger = AdapterLogger("DuckLake")
+
+
+class DuckLakeHandle:
+    """One dbt connection: the shared runtime plus this connection's open unit of work."""
+
+    def __init__(self, runtime: Runtime, creds: DuckLakeCredentials) -> None:
+        self.runtime = runtime
+        self.creds = creds
+        self.work: LakeWork | None = None
+        self.in_transaction = False
+        self._operations: list[str] = []
+
+    def cursor(self) -> DuckLakeCursor:
+        return DuckLakeCursor(self)
+
+    def begin(self) -> None:
+        if self.in_transaction:
+            return
+        self.in_transaction = True
+
+    def commit(self) -> None:
+        work, ops = self.work, self._operations
+        self.work, self._operations, self.in_transaction = None, [], False
+        if work is not None:
+            self._commit(work, ops)
+
+    def rollback(self) -> None:
+        work = self.work
+        self.work, self._operations, self.in_transaction = None, [], False
+        if work is not None:
+            work.rollback()
+
+    def run_change(self, stage: Callable[[LakeWork], int], change: Change) -> int:
+        """Stage a change in the open transaction, or commit it on its own outside one."""
+        op = f"{change.kind} {change.schema + '.' if change.schema else ''}{change.name or ''}".strip()
+        if self.in_transaction:
+            if self.work is None:
+                self.work = LakeWork(self.runtime.spark, self.runtime.lake)
+            result = stage(self.work)
+            self._operations.append(op)
+            return result
+        work = LakeWork(self.runtime.spark, self.runtime.lake)
+        try:
+            result = stage(work)
+        except BaseException:
+            work.rollback()
+            raise
+        self._commit(work, [op])
+        return result
+
+    def _commit(self, work: LakeWork, operations: list[str]) -> None:
+        node = get_node_info() or {}
+        uid = node.get("unique_id")
+        message = f"{uid}: {'; '.join(operations)}" if uid else "; ".join(operations)
+        work.commit(author=self.creds.author or _user(), commit_message=message,
+                    commit_extra_info=json.dumps(provenance(node)))
+        self.runtime.names.refresh(work.touched)
+
+    def close(self) -> None:
+        self.rollback()
+
+
+def provenance(node: dict[str, Any]) -> dict[str, Any]:
+    from dbt.version import __version__ as dbt_version
+    from dbt_common.invocation import get_invocation_id
+
+    return {"invocation_id": get_invocation_id(), "node_unique_id": node.get("unique_id"),
+            "dbt_version": dbt_version, "adapter": "dbt-ducklake", "adapter_version": adapter_version}
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name in some containers
+        return "dbt"
+
+
+class DuckLakeConnectionManager(SQLConnectionManager):
+    TYPE = "ducklake"
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        try:
+            yield
+        except DbtRuntimeError:
+            self.rollback_if_open()
+            raise
+        except (DuckLakeError, RoutingError, ValueError) as e:
+            logger.debug(f"DuckLake error while running:\n{sql}\n{e}")
+            self.rollback_if_open()
+            raise DbtDatabaseError(f"{type(e).__name__}: {e}") from e
+        except PySparkException as e:
+            logger.debug(f"Spark error while running:\n{sql}\n{e}")
+            self.rollback_if_open()
+            raise DbtDatabaseError(str(e).strip()) from e
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        creds: DuckLakeCredentials = connection.credentials  # type: ignore[assignment]
+        try:
+            rt = runtime_for(creds)
+        except Exception as e:
+            connection.state = ConnectionState.FAIL  # type: ignore[assignment]
+            connection.handle = None
+            raise DbtRuntimeError(f"could not open the lake (catalog {creds.catalog!r}, data_path "
+                                  f"{creds.data_path!r}, Spark {creds.master!r}): {e}") from e
+        connection.handle = DuckLakeHandle(rt, creds)
+        connection.state = ConnectionState.OPEN  # type: ignore[assignment]
+        return connection
+
+    @classmethod
+    def get_response(cls, cursor: DuckLakeCursor) -> AdapterResponse:
+        return AdapterResponse(_message=cursor.message, rows_affected=cursor.rowcount)
+
+    def cancel(self, connection: Connection) -> None:
+        if connection.handle is not None:
+            connection.handle.runtime.spark.sparkContext.cancelAllJobs()
+
+    @classmethod
+    def _rollback_handle(cls, connection: Connection) -> None:
+        if connection.handle is not None:
+            connection.handle.rollback()
+
+    @classmethod
+    def _close_handle(cls, connection: Connection) -> None:
+        if connection.handle is not None:
+            connection.handle.close()
+
+    @classmethod
+    def data_type_code_to_name(cls, type_code: str) -> str:  # type: ignore[override]
+        return type_code

@@ -1,0 +1,108 @@
+"""A DB-API-shaped cursor over Spark and the lake: the bridge of the design.
+
+Each statement is routed (`router.route`): BEGIN/COMMIT/ROLLBACK open and close the connection's `LakeWork`;
+changes to lake objects are staged in it (or, outside a transaction, committed on their own); everything else runs
+in Spark after the lake names it reads are brought up to date.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+
+from .apply import apply_change
+from .router import Change, Passthrough, Transaction, route, split_statements
+
+if TYPE_CHECKING:
+    from .connections import DuckLakeHandle
+
+
+def render_bindings(sql: str, bindings: Sequence[Any] | None) -> str:
+    """%s placeholders filled with Spark SQL literals (dbt passes seed and test values this way)."""
+    if not bindings:
+        return sql
+    return sql % tuple(_literal(v) for v in bindings)
+
+
+def _literal(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (int, float, decimal.Decimal)):
+        return repr(v) if not isinstance(v, decimal.Decimal) else str(v)
+    if isinstance(v, dt.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    text = str(v).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+class DuckLakeCursor:
+    def __init__(self, handle: DuckLakeHandle) -> None:
+        self.handle = handle
+        self._df: DataFrame | None = None
+        self._rows: list[tuple] | None = None
+        self._pos = 0
+        self.rowcount = -1
+        self.message = "OK"
+
+    # DB-API ----------------------------------------------------------------------------------------------------
+    def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> None:
+        self._df, self._rows, self._pos, self.rowcount = None, None, 0, -1
+        for stmt in split_statements(render_bindings(sql, bindings)):
+            self._execute_one(stmt)
+
+    def _execute_one(self, sql: str) -> None:
+        h = self.handle
+        routed = route(sql)
+        self._df, self._rows, self._pos = None, None, 0
+        if isinstance(routed, Transaction):
+            {"begin": h.begin, "commit": h.commit, "rollback": h.rollback}[routed.action]()
+            self.message = routed.action.upper()
+            return
+        rt = h.runtime
+        rt.names.refresh(routed.refs)
+        if isinstance(routed, Passthrough):
+            df = rt.spark.sql(routed.sql)
+            self._df = df if df.columns else None
+            self.message = "OK"
+            return
+        assert isinstance(routed, Change)
+        self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed)
+        self.message = routed.kind.upper()
+
+    @property
+    def description(self) -> list[tuple] | None:
+        if self._df is None:
+            return None
+        return [(f.name, f.dataType.simpleString(), None, None, None, None, f.nullable) for f in self._df.schema.fields]
+
+    def _fetch(self) -> list[tuple]:
+        if self._rows is None:
+            self._rows = [tuple(r) for r in self._df.collect()] if self._df is not None else []
+        return self._rows
+
+    def fetchall(self) -> list[tuple]:
+        rows = self._fetch()[self._pos:]
+        self._pos = len(self._fetch())
+        return rows
+
+    def fetchmany(self, size: int) -> list[tuple]:
+        if self._rows is None and self._df is not None:
+            self._rows = [tuple(r) for r in self._df.limit(self._pos + size).collect()]
+        rows = (self._rows or [])[self._pos:self._pos + size]
+        self._pos += len(rows)
+        return rows
+
+    def fetchone(self) -> tuple | None:
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        self._df, self._rows = None, None

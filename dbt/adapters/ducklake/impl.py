@@ -1,0 +1,180 @@
+"""The adapter: metadata from the DuckLake catalog (never from Spark's), SQL behaviour from dbt-spark's macros."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.base import AdapterConfig, available
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
+from dbt.adapters.contracts.relation import RelationType
+from dbt.adapters.spark.column import SparkColumn
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
+
+from .connections import DuckLakeConnectionManager, DuckLakeHandle
+from .lake.state import LakeState, ci_lookup
+from .relation import DuckLakeRelation
+from .spark.types import to_spark
+
+
+@dataclass
+class DuckLakeConfig(AdapterConfig):
+    partition_by: list[str] | str | None = None
+    incremental_strategy: str | None = None
+    unique_key: list[str] | str | None = None
+
+
+class DuckLakeAdapter(SparkAdapter):
+    Relation = DuckLakeRelation  # type: ignore[assignment]
+    ConnectionManager = DuckLakeConnectionManager  # type: ignore[assignment]
+    AdapterSpecificConfigs = DuckLakeConfig  # type: ignore[assignment]
+
+    _capabilities = CapabilityDict({
+        Capability.TableLastModifiedMetadata: CapabilitySupport(support=Support.Full),
+    })
+
+    @classmethod
+    def type(cls) -> str:
+        return "ducklake"
+
+    # access to the lake ---------------------------------------------------------------------------------------
+    def _handle(self) -> DuckLakeHandle:
+        conn = self.connections.get_thread_connection()
+        if conn.handle is None or not hasattr(conn.handle, "runtime"):
+            conn = self.connections.open(conn)
+        return conn.handle  # type: ignore[return-value]
+
+    def _state(self) -> LakeState:
+        return self._handle().runtime.names.state()
+
+    # metadata -------------------------------------------------------------------------------------------------
+    def list_schemas(self, database: str) -> list[str]:
+        return sorted(s for s in self._state().schemas)
+
+    def check_schema_exists(self, database: str, schema: str) -> bool:
+        return ci_lookup(self._state().schemas, schema) is not None
+
+    def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:  # type: ignore[override]
+        st = self._state()
+        schema = schema_relation.schema or ""
+        out: list[BaseRelation] = []
+        for (s, name), _t in st.tables.items():
+            if s.lower() == schema.lower():
+                out.append(self.Relation.create(schema=s, identifier=name, type=RelationType.Table))
+        for (s, name), _v in st.views.items():
+            if s.lower() == schema.lower():
+                out.append(self.Relation.create(schema=s, identifier=name, type=RelationType.View))
+        return out
+
+    def get_columns_in_relation(self, relation: BaseRelation) -> list[SparkColumn]:  # type: ignore[override]
+        st = self._state()
+        if relation.schema:
+            table = ci_lookup(st.tables, (relation.schema, relation.identifier))
+            if table is not None:
+                return [SparkColumn(table_database=None, table_schema=relation.schema, table_name=relation.name,
+                                    table_type="table", table_owner="", table_stats=None, column=c.name,
+                                    column_index=i, dtype=to_spark(c).simpleString())
+                        for i, c in enumerate(table.columns)]
+        # views and Spark-only relations (temporary views): ask Spark for the shape
+        spark = self._handle().runtime.spark
+        name = relation.render()
+        if relation.schema:
+            self._handle().runtime.names.refresh([(relation.schema.lower(), (relation.identifier or "").lower())])
+        try:
+            fields = spark.table(name).schema.fields
+        except Exception:  # noqa: BLE001 - a missing relation has no columns, as in other adapters
+            return []
+        return [SparkColumn(table_database=None, table_schema=relation.schema, table_name=relation.name,
+                            table_type="view", table_owner="", table_stats=None, column=f.name, column_index=i,
+                            dtype=f.dataType.simpleString()) for i, f in enumerate(fields)]
+
+    def _get_one_catalog(self, information_schema: Any, schemas: set[str], used_schemas: Any) -> Any:  # type: ignore[override]
+        import agate
+        from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
+
+        st = self._state()
+        rows: list[dict[str, Any]] = []
+        for schema in schemas:
+            for (s, name), t in st.tables.items():
+                if s.lower() != schema.lower():
+                    continue
+                stats = st.table_stats(t)
+                col_tags = t.column_tags
+                for i, c in enumerate(t.columns):
+                    rows.append(self._catalog_row(s, name, "table", t.comment, c.name, i, to_spark(c).simpleString(),
+                                                  col_tags.get(c.column_id, {}).get("comment"), stats))
+            for (s, name), v in st.views.items():
+                if s.lower() != schema.lower():
+                    continue
+                for col in self.get_columns_in_relation(self.Relation.create(schema=s, identifier=name)):
+                    rows.append(self._catalog_row(s, name, "view", v.comment, col.column, col.column_index or 0,
+                                                  col.dtype, None, None))
+        return agate.Table.from_object(rows, column_types=DEFAULT_TYPE_TESTER)
+
+    @staticmethod
+    def _catalog_row(schema: str, name: str, kind: str, comment: str | None, column: str, index: int, dtype: str,
+                     column_comment: str | None, stats: Any) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "table_database": None, "table_schema": schema, "table_name": name, "table_type": kind,
+            "table_comment": comment, "table_owner": None, "column_name": column, "column_index": index,
+            "column_type": dtype, "column_comment": column_comment,
+        }
+        if stats is not None:
+            row.update({
+                "stats:rows:label": "Row count", "stats:rows:value": stats.record_count,
+                "stats:rows:description": "Rows in the table's live data files and inlined data, from DuckLake stats",
+                "stats:rows:include": True,
+                "stats:bytes:label": "Size", "stats:bytes:value": stats.file_size_bytes,
+                "stats:bytes:description": "Bytes of the table's data files, from DuckLake stats",
+                "stats:bytes:include": True,
+            })
+        return row
+
+    @available
+    def load_seed(self, relation: BaseRelation, agate_table: Any, column_override: dict[str, str] | None,
+                  quote_columns: bool | None = None) -> int:
+        """CREATE OR REPLACE the seed's table with its rows, staged in the model's transaction; returns the rows."""
+        from .router import Change
+        from .seeds import seed_dataframe
+
+        overrides = {k.lower(): v for k, v in (column_override or {}).items()}
+        names = list(agate_table.column_names)
+        types = [overrides.get(n.lower()) or self.convert_type(agate_table, i) for i, n in enumerate(names)]
+        conn = self.connections.get_thread_connection()
+        if not conn.transaction_open:
+            self.connections.begin()
+        h = self._handle()
+        df = seed_dataframe(h.runtime.spark, names, [tuple(r) for r in agate_table.rows], types)
+        schema, name = relation.schema or "", relation.identifier or ""
+        h.run_change(lambda work: work.create_table_as(schema, name, df, replace=True) or 0,
+                     Change("seed", schema, name))
+        return len(agate_table.rows)
+
+    @available
+    def last_changed(self, relation: BaseRelation) -> Any:
+        """When the last snapshot that changed the relation was committed (source freshness without a column)."""
+        from .spark.freshness import last_change_time
+
+        return last_change_time(self._handle().runtime.lake, relation.schema or "", relation.identifier or "")
+
+    def debug_query(self) -> None:
+        h = self._handle()
+        rt = h.runtime
+        try:
+            rt.spark.sql("select 1").collect()
+        except Exception as e:  # noqa: BLE001
+            raise DbtRuntimeError(f"Spark ({h.creds.master}) does not run queries: {e}") from e
+        try:
+            rt.lake.snapshot()
+        except Exception as e:  # noqa: BLE001
+            raise DbtRuntimeError(f"the catalog {h.creds.catalog!r} cannot be read: {e}") from e
+        path = h.creds.data_path
+        if "://" not in path and not os.access(os.path.abspath(path), os.W_OK):
+            raise DbtRuntimeError(f"the data path {path!r} is not a writable folder")
+
+    @available
+    def valid_incremental_strategies(self) -> list[str]:
+        return ["append"]

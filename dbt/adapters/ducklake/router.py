@@ -1,0 +1,385 @@
+"""Which statements change DuckLake objects, and their parts: the cursor's routing table, parsed with sqlglot.
+
+Every statement is parsed with sqlglot's Spark dialect. A statement that changes a DuckLake object becomes a typed
+`Change` the cursor applies through the Spark layer; everything else (queries, temporary views, SET, SHOW, ...) is
+`Passthrough` and runs in Spark as written. Query parts keep their original text (sliced by token offsets), so Spark
+runs exactly what dbt rendered; only small expressions (conditions, assignments, merge clauses) are re-rendered.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "falling back to Command" warnings are routine for SHOW etc.
+
+
+class RoutingError(ValueError):
+    """A statement on a DuckLake object that the adapter cannot apply (the message says what and why)."""
+
+
+@dataclass(frozen=True)
+class Passthrough:
+    sql: str
+    refs: frozenset[tuple[str, str]]  # two-part names read (schema, name), lower case
+
+
+@dataclass(frozen=True)
+class Transaction:
+    action: str  # begin | commit | rollback
+
+
+@dataclass(frozen=True)
+class Change:
+    """A statement that changes a lake object."""
+
+    kind: str  # create_schema, drop_schema, ctas, create_table, create_view, drop_table, drop_view, insert,
+    #            insert_overwrite, delete, update, merge, truncate, rename, add_columns, drop_column, alter_type,
+    #            comment, set_nullable, noop
+    schema: str | None = None
+    name: str | None = None
+    query: str | None = None  # the SELECT part, as written
+    replace: bool = False
+    if_exists: bool = False
+    cascade: bool = False
+    comment: str | None = None
+    column: str | None = None
+    new_name: str | None = None
+    new_type: str | None = None
+    columns_ddl: str | None = None  # "a INT, b STRING" of CREATE TABLE (...) / ADD COLUMNS (...)
+    column_names: tuple[str, ...] = ()  # INSERT INTO t (a, b)
+    partition_by: tuple[str, ...] = ()
+    condition: str | None = None
+    assignments: dict[str, str] = field(default_factory=dict)
+    merge_source: str | None = None  # a table name or a (subquery) text
+    merge_alias_target: str = "t"
+    merge_alias_source: str = "s"
+    merge_clauses: tuple[MergeClause, ...] = ()
+    refs: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    when: str  # matched | not_matched | not_matched_by_source
+    action: str  # update | delete | insert
+    condition: str | None = None
+    assignments: dict[str, str] | None = None  # None = SET * / INSERT *
+    insert_columns: tuple[str, ...] = ()
+    insert_values: tuple[str, ...] = ()
+
+
+Statement = Passthrough | Transaction | Change
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of a text, split at top-level semicolons (comments and strings respected)."""
+    try:
+        tokens = sqlglot.tokenize(sql, read="spark")
+    except (TokenError, ValueError):
+        return [sql]
+    parts, start = [], 0
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            parts.append(sql[start:tok.start])
+            start = tok.end + 1
+    parts.append(sql[start:])
+    return [p for p in parts if _has_tokens(p)]
+
+
+def _has_tokens(sql: str) -> bool:
+    try:
+        return bool(sqlglot.tokenize(sql, read="spark"))
+    except (TokenError, ValueError):
+        return bool(sql.strip())
+
+
+def route(sql: str) -> Statement:
+    """Classify one statement."""
+    head = _first_words(sql)
+    if head[:1] in (["begin"], ["start"]) and (len(head) == 1 or head[1] in ("transaction", "work")):
+        return Transaction("begin")
+    if head[:1] in (["commit"], ["end"]):
+        return Transaction("commit")
+    if head[:1] == ["rollback"] or head[:1] == ["abort"]:
+        return Transaction("rollback")
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except (ParseError, TokenError, ValueError):
+        return Passthrough(sql, frozenset())
+    refs = _refs(tree)
+    change = _change(sql, tree, refs)
+    return change if change is not None else Passthrough(sql, refs)
+
+
+def _first_words(sql: str) -> list[str]:
+    try:
+        toks = sqlglot.tokenize(sql, read="spark")
+    except (TokenError, ValueError):
+        return []
+    return [t.text.lower() for t in toks[:2]]
+
+
+def _refs(tree: exp.Expression) -> frozenset[tuple[str, str]]:
+    return frozenset((t.db.lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.db and t.name)
+
+
+def _target(node: exp.Expression | None) -> tuple[str | None, str | None]:
+    while isinstance(node, exp.Schema):
+        node = node.this
+    if isinstance(node, exp.Table):
+        return (node.db or None), node.name
+    return None, None
+
+
+def _schema_name(node: exp.Expression | None) -> str:
+    if isinstance(node, exp.Table):
+        return node.db or node.name
+    return node.name if node is not None else ""
+
+
+def _spark(node: exp.Expression | None) -> str | None:
+    return None if node is None else node.sql(dialect="spark")
+
+
+def _query_text(sql: str, start_after: int, kinds: tuple[TokenType, ...]) -> str | None:
+    """The text from the first top-level token of the given kinds after the offset (the query of CTAS/INSERT)."""
+    tokens = sqlglot.tokenize(sql, read="spark")
+    depth = 0
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.L_PAREN:
+            if depth == 0 and tok.start >= start_after and TokenType.L_PAREN in kinds and _opens_query(tokens, i):
+                return sql[tok.start:].strip()
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and tok.start >= start_after and tok.token_type in kinds:
+            if tok.token_type == TokenType.ALIAS:
+                return sql[tok.end + 1:].strip()
+            return sql[tok.start:].strip()
+    return None
+
+
+def _opens_query(tokens: list[Token], i: int) -> bool:
+    return i + 1 < len(tokens) and tokens[i + 1].token_type in (TokenType.SELECT, TokenType.WITH)
+
+
+def _name_end(sql: str, name: str) -> int:
+    """Offset just past the first token naming the target (where its options and its query follow)."""
+    for tok in sqlglot.tokenize(sql, read="spark"):
+        if tok.text.lower() == name.lower():
+            return tok.end + 1
+    return 0
+
+
+def _properties(tree: exp.Create) -> tuple[tuple[str, ...], str | None, bool]:
+    parts: tuple[str, ...] = ()
+    comment = None
+    temporary = False
+    props = tree.args.get("properties")
+    for p in props.expressions if props else []:
+        if isinstance(p, exp.PartitionedByProperty):
+            inner = p.this
+            cols = inner.expressions if isinstance(inner, (exp.Schema, exp.Tuple)) else [inner]
+            parts = tuple(c.sql(dialect="spark") if not isinstance(c, exp.Column) else c.name for c in cols)
+        elif isinstance(p, exp.SchemaCommentProperty):
+            comment = p.this.name if isinstance(p.this, exp.Literal) else _spark(p.this)
+        elif isinstance(p, exp.TemporaryProperty):
+            temporary = True
+    return parts, comment, temporary
+
+
+def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) -> Change | None:
+    if isinstance(tree, exp.Create):
+        return _create(sql, tree, refs)
+    if isinstance(tree, exp.Drop):
+        kind = (tree.args.get("kind") or "").upper()
+        targets = tree.args.get("tables") or [tree.this]
+        if kind in ("SCHEMA", "DATABASE"):
+            return Change("drop_schema", name=_schema_name(targets[0]), if_exists=bool(tree.args.get("exists")),
+                          cascade=bool(tree.args.get("cascade")))
+        if len(targets) != 1:
+            raise RoutingError(f"DROP {kind} of several objects at once is not supported: drop them one by one")
+        schema, name = _target(targets[0])
+        if kind in ("TABLE", "VIEW") and schema:
+            return Change("drop_table" if kind == "TABLE" else "drop_view", schema, name,
+                          if_exists=bool(tree.args.get("exists")))
+        return None
+    if isinstance(tree, exp.Insert):
+        schema, name = _target(tree.this)
+        if not schema or name is None:
+            return None
+        cols = tuple(c.name for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
+        query = _query_text(sql, _name_end(sql, name),
+                            (TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.L_PAREN))
+        if query is None:
+            raise RoutingError(f"INSERT into {schema}.{name}: no query or VALUES found")
+        table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        part = table.args.get("partition")
+        partition: tuple[str, ...] = ()
+        if isinstance(part, exp.Partition):
+            if any(not isinstance(e, exp.Column) for e in part.expressions):
+                raise RoutingError(f"INSERT into {schema}.{name}: static PARTITION values are not supported; "
+                                   "select the partition columns in the query (dynamic partitions) instead")
+            partition = tuple(e.name for e in part.expressions)
+        kind = "insert_overwrite" if tree.args.get("overwrite") else "insert"
+        return Change(kind, schema, name, query=query, column_names=cols, partition_by=partition, refs=refs)
+    if isinstance(tree, exp.Delete):
+        schema, name = _target(tree.this)
+        if not schema:
+            return None
+        where = tree.args.get("where")
+        return Change("delete", schema, name, condition=_spark(where.this) if where else None, refs=refs)
+    if isinstance(tree, exp.Update):
+        schema, name = _target(tree.this)
+        if not schema:
+            return None
+        sets = {}
+        for eq in tree.expressions:
+            sets[eq.this.name] = _spark(eq.expression)
+        where = tree.args.get("where")
+        return Change("update", schema, name, assignments=sets, condition=_spark(where.this) if where else None,
+                      refs=refs)
+    if isinstance(tree, exp.TruncateTable):
+        schema, name = _target(tree.expressions[0]) if tree.expressions else (None, None)
+        return Change("truncate", schema, name) if schema else None
+    if isinstance(tree, exp.Merge):
+        return _merge(tree, refs)
+    if isinstance(tree, exp.Alter):
+        return _alter(tree)
+    if isinstance(tree, exp.Comment):
+        return _comment(tree)
+    return None
+
+
+def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Change | None:
+    kind = (tree.args.get("kind") or "").upper()
+    if kind in ("SCHEMA", "DATABASE"):
+        return Change("create_schema", name=_schema_name(tree.this), if_exists=bool(tree.args.get("exists")))
+    partition, comment, temporary = _properties(tree)
+    schema, name = _target(tree.this)
+    if temporary or not schema or name is None:
+        return None
+    replace = bool(tree.args.get("replace"))
+    if kind == "VIEW":
+        query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,))
+        return Change("create_view", schema, name, query=query, replace=replace, comment=comment,
+                      if_exists=bool(tree.args.get("exists")), refs=refs)
+    if kind != "TABLE":
+        return None
+    columns_ddl = None
+    if isinstance(tree.this, exp.Schema) and tree.this.expressions:
+        columns_ddl = ", ".join(c.sql(dialect="spark") for c in tree.this.expressions
+                                if isinstance(c, exp.ColumnDef))
+    if tree.expression is not None:
+        query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,))
+        return Change("ctas", schema, name, query=query, replace=replace, comment=comment, partition_by=partition,
+                      columns_ddl=columns_ddl, if_exists=bool(tree.args.get("exists")), refs=refs)
+    if columns_ddl is None:
+        raise RoutingError(f"CREATE TABLE {schema}.{name} needs columns or AS SELECT")
+    return Change("create_table", schema, name, replace=replace, comment=comment, partition_by=partition,
+                  columns_ddl=columns_ddl, if_exists=bool(tree.args.get("exists")))
+
+
+def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Change:
+    schema, name = _target(tree.this)
+    if not schema:
+        raise RoutingError("MERGE INTO needs a two-part target name (schema.table)")
+    t_alias = tree.this.alias or name
+    using = tree.args["using"]
+    s_alias = using.alias or (using.name if isinstance(using, exp.Table) else "s")
+    # conditions and expressions are rendered with the target as `t` and the source as `s`, as the Spark layer reads
+    inside_source = {id(c) for c in using.find_all(exp.Column)}
+    for col in list(tree.find_all(exp.Column)):
+        q = (col.table or "").lower()
+        if id(col) in inside_source or not q:
+            continue
+        if q == (t_alias or "").lower():
+            col.set("table", exp.to_identifier("t"))
+        elif q == (s_alias or "").lower():
+            col.set("table", exp.to_identifier("s"))
+    if isinstance(using, exp.Table):
+        source = exp.Table(this=using.this, db=using.args.get("db")).sql(dialect="spark")
+    else:
+        source = (using.this if isinstance(using, exp.Subquery) else using).sql(dialect="spark")
+    clauses = []
+    whens = tree.args.get("whens")
+    for w in (whens.expressions if whens is not None else tree.expressions):
+        matched = bool(w.args.get("matched"))
+        by_source = bool(w.args.get("source"))
+        when = "matched" if matched else ("not_matched_by_source" if by_source else "not_matched")
+        cond = _spark(w.args.get("condition"))
+        then = w.args.get("then")
+        if isinstance(then, exp.Update):
+            sets = None if not then.expressions or isinstance(then.expressions[0], exp.Star) else {
+                eq.this.name: _spark(eq.expression) for eq in then.expressions}
+            clauses.append(MergeClause(when, "update", cond, sets))
+        elif isinstance(then, exp.Insert):
+            cols = tuple(c.name for c in then.this.expressions) if isinstance(then.this, exp.Tuple) else ()
+            vals = tuple(_spark(v) or "" for v in then.expression.expressions) if isinstance(
+                then.expression, exp.Tuple) else ()
+            clauses.append(MergeClause(when, "insert", cond, None, cols, vals))
+        elif isinstance(then, exp.Var) and then.name.upper() == "DELETE" or (
+                isinstance(then, exp.Expression) and then.sql().upper() == "DELETE"):
+            clauses.append(MergeClause(when, "delete", cond))
+        elif isinstance(then, exp.Star) or (then is not None and then.sql().upper().startswith("INSERT")):
+            clauses.append(MergeClause(when, "insert", cond))
+        else:
+            raise RoutingError(f"MERGE INTO {schema}.{name}: unsupported clause {w.sql(dialect='spark')!r}")
+    return Change("merge", schema, name, condition=_spark(tree.args.get("on")), merge_source=source,
+                  merge_alias_target=t_alias, merge_alias_source=s_alias, merge_clauses=tuple(clauses), refs=refs)
+
+
+def _alter(tree: exp.Alter) -> Change | None:
+    schema, name = _target(tree.this)
+    kind = (tree.args.get("kind") or "").upper()
+    if not schema or kind not in ("TABLE", "VIEW"):
+        return None
+    actions = tree.args.get("actions") or []
+    if not actions:
+        return None
+    a = actions[0]
+    if isinstance(a, exp.AlterRename):
+        _new_schema, new_name = _target(a.this)
+        return Change("rename", schema, name, new_name=new_name)
+    if isinstance(a, exp.ColumnDef):
+        ddl = ", ".join(x.sql(dialect="spark") for x in actions if isinstance(x, exp.ColumnDef))
+        return Change("add_columns", schema, name, columns_ddl=ddl)
+    if isinstance(a, exp.Schema):
+        ddl = ", ".join(x.sql(dialect="spark") for x in a.expressions)
+        return Change("add_columns", schema, name, columns_ddl=ddl)
+    if isinstance(a, exp.AlterColumn):
+        col = a.this.name
+        if a.args.get("comment") is not None:
+            c = a.args["comment"]
+            return Change("comment", schema, name, column=col, comment=c.name if isinstance(c, exp.Literal) else None)
+        if a.args.get("dtype") is not None:
+            return Change("alter_type", schema, name, column=col, new_type=a.args["dtype"].sql(dialect="spark"))
+        if a.args.get("allow_null") is not None:
+            return Change("set_nullable", schema, name, column=col, new_type=str(bool(a.args["allow_null"])))
+        return None
+    if isinstance(a, exp.Drop) and (a.args.get("kind") or "").upper() == "COLUMN":
+        cols = a.args.get("tables") or [a.this]
+        return Change("drop_column", schema, name, column=cols[0].name, if_exists=bool(a.args.get("exists")))
+    if isinstance(a, (exp.AlterSet,)):
+        return Change("noop", schema, name)  # TBLPROPERTIES etc.: Spark-catalog settings with no DuckLake meaning
+    return None
+
+
+def _comment(tree: exp.Comment) -> Change | None:
+    kind = (tree.args.get("kind") or "").upper()
+    text = tree.expression.name if isinstance(tree.expression, exp.Literal) else None
+    if kind == "COLUMN":
+        col = tree.this
+        parts = [p.name for p in col.parts] if isinstance(col, exp.Column) else []
+        if len(parts) < 3:
+            raise RoutingError(f"COMMENT ON COLUMN needs schema.table.column, got {col.sql(dialect='spark')!r}")
+        return Change("comment", parts[-3], parts[-2], column=parts[-1], comment=text)
+    schema, name = _target(tree.this)
+    if not schema or kind not in ("TABLE", "VIEW"):
+        return None
+    return Change("comment", schema, name, comment=text)

@@ -1,0 +1,67 @@
+"""What the connections of one dbt process share: the SparkSession, the lake, and the lake's names in Spark.
+
+A SparkSession is a process-wide singleton in PySpark (one SparkContext per JVM), so dbt's threads share one; so do
+the lake handle (connections to the catalog open per operation) and the registry of Spark views. Keyed by the
+profile's catalog, data path and Spark settings; created on the first connection and kept for the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from .credentials import DuckLakeCredentials
+from .lake.lake import DuckLake
+from .spark.names import LakeNames
+from .spark.session import build_session
+
+
+@dataclass
+class Runtime:
+    spark: SparkSession
+    lake: DuckLake
+    names: LakeNames
+
+
+_LOCK = threading.Lock()
+_RUNTIMES: dict[tuple, Runtime] = {}
+
+
+def _quiet_spark_logs() -> None:
+    # PySpark 4 logs a full stack trace for every failed query; dbt reports the error itself
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+
+
+def runtime_for(creds: DuckLakeCredentials) -> Runtime:
+    key = (creds.catalog, os.path.abspath(creds.data_path) if "://" not in creds.data_path else creds.data_path,
+           creds.master, tuple(sorted(creds.spark_config.items())))
+    with _LOCK:
+        rt = _RUNTIMES.get(key)
+        if rt is None:
+            _quiet_spark_logs()
+            spark = _spark(creds)
+            lake = DuckLake.open_or_create(creds.catalog, creds.data_path)
+            rt = Runtime(spark, lake, LakeNames(spark, lake))
+            _RUNTIMES[key] = rt
+        return rt
+
+
+def _spark(creds: DuckLakeCredentials) -> SparkSession:
+    # ANSI off as dbt-spark sets it: its macros (and users' Spark SQL) expect Spark's classic casts
+    conf = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
+            "spark.sql.shuffle.partitions": "8", **creds.spark_config}
+    if creds.master.startswith("sc://"):
+        spark = SparkSession.builder.remote(creds.master).getOrCreate()
+        from .spark.session import apply_required_conf
+
+        apply_required_conf(spark)
+        return spark
+    spark = build_session(creds.master, "dbt-ducklake", conf)
+    spark.sparkContext.setLogLevel("ERROR")  # Spark's warnings would drown dbt's log; errors still surface
+    return spark

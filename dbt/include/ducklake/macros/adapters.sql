@@ -1,0 +1,81 @@
+{#- DDL as dbt-spark renders it, with what DuckLake adds: CREATE OR REPLACE in one statement (one snapshot),
+    partition transforms, comments. The cursor routes these statements to the lake (see router.py). -#}
+
+{% macro ducklake__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+  {%- if language != 'sql' -%}
+    {{ exceptions.raise_compiler_error("dbt-ducklake runs SQL models only (model " ~ relation ~ " is " ~ language ~ ")") }}
+  {%- endif -%}
+  {%- if temporary -%}
+    {{ create_temporary_view(relation, compiled_code) }}
+  {%- else -%}
+    {%- set contract_config = config.get('contract') -%}
+    {%- if contract_config.enforced -%}
+      {{ get_assert_columns_equivalent(compiled_code) }}
+      {%- set compiled_code = get_select_subquery(compiled_code) %}
+    {%- endif %}
+    create or replace table {{ relation }}
+    {{ ducklake_partition_clause() }}
+    {{ comment_clause() }}
+    as
+    {{ compiled_code }}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro ducklake_partition_clause() -%}
+  {%- set partition_by = config.get('partition_by', validator=validation.any[list, basestring]) -%}
+  {%- if partition_by is not none -%}
+    {%- if partition_by is string -%}{%- set partition_by = [partition_by] -%}{%- endif -%}
+    partitioned by ({{ partition_by | join(', ') }})
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro ducklake__create_view_as(relation, sql) -%}
+  create or replace view {{ relation }}
+  {{ comment_clause() }}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config.enforced -%}
+    {{ get_assert_columns_equivalent(sql) }}
+  {%- endif %}
+  as
+  {{ sql }}
+{%- endmacro %}
+
+{% macro ducklake__alter_relation_comment(relation, comment) -%}
+  comment on {{ 'view' if relation.is_view else 'table' }} {{ relation }} is '{{ ducklake_escape(comment) }}'
+{%- endmacro %}
+
+{% macro ducklake__alter_column_comment(relation, column_dict) -%}
+  {%- set existing = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+  {%- for column_name in column_dict if column_dict[column_name]['description'] and column_name | lower in existing -%}
+    {%- set comment = column_dict[column_name]['description'] -%}
+    {%- call statement('alter_column_comment_' ~ loop.index) -%}
+      comment on column {{ relation }}.{{ adapter.quote(column_name) if column_dict[column_name]['quote'] else column_name }} is '{{ ducklake_escape(comment) }}'
+    {%- endcall -%}
+  {%- endfor -%}
+{%- endmacro %}
+
+{% macro ducklake__persist_docs(relation, model, for_relation, for_columns) -%}
+  {%- if for_relation and config.persist_relation_docs() and model.description -%}
+    {%- do run_query(alter_relation_comment(relation, model.description)) -%}
+  {%- endif -%}
+  {%- if for_columns and config.persist_column_docs() and model.columns -%}
+    {%- do alter_column_comment(relation, model.columns) -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro ducklake_escape(text) -%}
+  {{- text | replace('\\', '\\\\') | replace("'", "\\'") -}}
+{%- endmacro %}
+
+{% macro ducklake__get_relation_last_modified(information_schema, relations) -%}
+  {%- call statement('last_modified', fetch_result=True) -%}
+    {%- for relation in relations %}
+      {%- set changed = adapter.last_changed(relation) %}
+      select '{{ relation.schema }}' as schema, '{{ relation.identifier }}' as identifier,
+             {% if changed is none %}cast(null as timestamp){% else %}timestamp'{{ changed.strftime("%Y-%m-%d %H:%M:%S.%f") }}'{% endif %} as last_modified,
+             current_timestamp() as snapshotted_at
+      {% if not loop.last %}union all{% endif %}
+    {%- endfor %}
+  {%- endcall -%}
+  {{ return(load_result('last_modified')) }}
+{%- endmacro %}

@@ -1,0 +1,17 @@
+{#- A table is replaced in ONE snapshot (CREATE OR REPLACE, comments in the same commit): readers see the old
+    table until the new one is committed, never neither. -#}
+{% materialization table, adapter='ducklake' %}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {{ run_hooks(pre_hooks, inside_transaction=False) }}
+  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+
+  {% call statement('main') -%}
+    {{ create_table_as(False, target_relation, compiled_code, model['language']) }}
+  {%- endcall %}
+  {% do persist_docs(target_relation, model) %}
+
+  {{ run_hooks(post_hooks, inside_transaction=True) }}
+  {{ adapter.commit() }}
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
