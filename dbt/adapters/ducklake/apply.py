@@ -118,11 +118,25 @@ def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
         tx.set_column_nullable(schema, name, c.column or "", c.new_type == "True")
         return -1
     if c.kind == "comment":
-        tx.set_comment(schema, name, c.comment, column=c.column)
+        if _comment_of(work, schema, name, c.column) != c.comment:  # an unchanged comment is no change (no snapshot)
+            tx.set_comment(schema, name, c.comment, column=c.column)
         return -1
     if c.kind == "noop":
         return -1
     raise RoutingError(f"unsupported change {c.kind!r}")
+
+
+def _comment_of(work: LakeWork, schema: str, name: str, column: str | None) -> str | None:
+    tx = work.tx
+    try:
+        info = tx.table(schema, name)
+    except NoSuchTableError:
+        view = ci_lookup(tx.base.views, (schema, name))
+        return view.comment if view is not None and column is None else None
+    if column is None:
+        return info.comment
+    col = next((c for c in info.columns if c.name.lower() == column.lower()), None)
+    return info.column_tags.get(col.column_id, {}).get("comment") if col is not None else None
 
 
 def _exists(work: LakeWork, schema: str, name: str) -> bool:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from .credentials import DuckLakeCredentials
+from .lake.catalog_url import parse_catalog
 from .lake.lake import DuckLake
+from .lake.paths import to_local
 from .spark.names import LakeNames
 from .spark.session import build_session
 
@@ -45,11 +47,22 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
         rt = _RUNTIMES.get(key)
         if rt is None:
             _quiet_spark_logs()
+            _make_local_dirs(creds)
             spark = _spark(creds)
             lake = DuckLake.open_or_create(creds.catalog, creds.data_path)
             rt = Runtime(spark, lake, LakeNames(spark, lake))
             _RUNTIMES[key] = rt
         return rt
+
+
+def _make_local_dirs(creds: DuckLakeCredentials) -> None:
+    """The embedded default writes a catalog file and a data folder: create their directories, as DuckDB's ATTACH
+    creates its file (a server catalog or a remote data path is left alone)."""
+    loc = parse_catalog(creds.catalog)
+    if loc.file_path and loc.file_path != ":memory:":
+        os.makedirs(os.path.dirname(os.path.abspath(loc.file_path)), exist_ok=True)
+    if "://" not in creds.data_path or creds.data_path.startswith("file://"):
+        os.makedirs(to_local(creds.data_path), exist_ok=True)
 
 
 def _spark(creds: DuckLakeCredentials) -> SparkSession:

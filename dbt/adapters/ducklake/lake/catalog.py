@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,6 +21,25 @@ from .errors import CatalogConnectionError
 DUCKDB_LOCK_WAIT_SECONDS = 30.0
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
+
+
+_FILE_LOCKS: dict[str, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def _file_lock(loc: CatalogLocation) -> Iterator[None]:
+    """Threads of one process take turns on a DuckDB catalog file: DuckDB refuses a second open of a file that the
+    same process holds ("Unique file handle conflict"), and connections stay per operation so DuckDB users can ATTACH
+    between commits."""
+    if loc.backend != "duckdb" or not loc.file_path:
+        yield
+        return
+    key = os.path.abspath(loc.file_path)
+    with _FILE_LOCKS_GUARD:
+        lock = _FILE_LOCKS.setdefault(key, threading.RLock())
+    with lock:
+        yield
 
 
 class CatalogDB:
@@ -114,6 +134,11 @@ class CatalogDB:
     def _transaction(self, begin_sql: str | None, commit: bool) -> Iterator[Connection]:
         # duckdb-engine opens the DBAPI transaction itself (begin_sql None); the others run in driver
         # autocommit and get our explicit BEGIN
+        with _file_lock(self.location), self._open_transaction(begin_sql, commit) as conn:
+            yield conn
+
+    @contextmanager
+    def _open_transaction(self, begin_sql: str | None, commit: bool) -> Iterator[Connection]:
         conn = self._raw_connect()
         try:
             if begin_sql:

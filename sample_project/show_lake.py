@@ -1,0 +1,26 @@
+"""Open the sample's lake with DuckDB's own ducklake extension and show what dbt built."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import duckdb
+import duckdb_extension_ducklake
+
+root = sys.argv[1] if len(sys.argv) > 1 else "lake"
+ext = os.path.join(os.path.dirname(duckdb_extension_ducklake.__file__), "extensions", f"v{duckdb.__version__}",
+                   "ducklake.duckdb_extension")
+con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+con.execute(f"LOAD '{ext}'")
+con.execute(f"ATTACH 'ducklake:{root}/metadata.ducklake' AS lake (READ_ONLY)")
+print(f"-- ATTACH 'ducklake:{root}/metadata.ducklake' AS lake; then, in DuckDB:")
+for sql in [
+    "SELECT table_name, estimated_size AS rows, comment FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY 1",
+    "SELECT * FROM lake.main.customers ORDER BY revenue DESC",
+    "SELECT count(*) AS orders, sum(amount) AS amount FROM lake.main.order_log",
+    "SELECT * FROM lake.main.stg_customers ORDER BY customer_id LIMIT 3",
+    "SELECT snapshot_id, author, commit_message FROM lake.snapshots() ORDER BY snapshot_id",
+]:
+    print(f"\n{sql}")
+    print(con.sql(sql))
