@@ -118,12 +118,21 @@ def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
         tx.set_column_nullable(schema, name, c.column or "", c.new_type == "True")
         return -1
     if c.kind == "comment":
+        if c.column is not None and not _has_column(work, schema, name, c.column):
+            return 0  # dbt documents columns a model may not have: nothing to comment on
         if _comment_of(work, schema, name, c.column) != c.comment:  # an unchanged comment is no change (no snapshot)
             tx.set_comment(schema, name, c.comment, column=c.column)
         return -1
     if c.kind == "noop":
         return -1
     raise RoutingError(f"unsupported change {c.kind!r}")
+
+
+def _has_column(work: LakeWork, schema: str, name: str, column: str) -> bool:
+    try:
+        return any(c.name.lower() == column.lower() for c in work.tx.table(schema, name).columns)
+    except NoSuchTableError:
+        return False
 
 
 def _comment_of(work: LakeWork, schema: str, name: str, column: str | None) -> str | None:

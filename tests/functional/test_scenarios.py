@@ -1,0 +1,110 @@
+"""dbt runs on the lake, each checked by opening the lake with DuckDB: rows, types, comments, partition values,
+snapshot count and provenance; a failing model leaves the lake exactly as it was."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.support import reference
+
+SEED = "id,name,amount,day\n1,a,1.5,2026-01-01\n2,b,2.5,2026-01-02\n3,c,,2026-02-03\n"
+TABLE = """
+{{ config(materialized='table', partition_by=['month(day)']) }}
+select id, upper(name) as name, amount, day from {{ ref('src') }}
+"""
+VIEW = "select id, name from {{ ref('tbl') }} where amount is not null"
+SCHEMA_YML = """
+version: 2
+models:
+  - name: tbl
+    description: "the table's comment"
+    config: {persist_docs: {relation: true, columns: true}}
+    columns:
+      - name: id
+        description: "the id's comment"
+"""
+BROKEN = "select no_such_column from {{ ref('src') }}"
+
+
+def _lake(project: object) -> tuple[str, str]:
+    target = project.adapter.config.credentials  # type: ignore[attr-defined]
+    return target.catalog, project.test_schema  # type: ignore[attr-defined]
+
+
+class TestRunIsReadByDuckDB:
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"src.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"tbl.sql": TABLE, "vw.sql": VIEW, "schema.yml": SCHEMA_YML}
+
+    def test_models_land_as_one_snapshot_each(self, project: object) -> None:
+        catalog, schema = _lake(project)
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        assert len(run_dbt(["seed"])) == 1
+        assert len(run_dbt(["run"])) == 2
+        with reference.attached(catalog, read_only=True) as con:
+            rows = con.execute(f"SELECT id, name, amount, day FROM lake.{schema}.tbl ORDER BY id").fetchall()
+            assert [r[:2] for r in rows] == [(1, "A"), (2, "B"), (3, "C")]
+            assert rows[2][2] is None and str(rows[0][3]) == "2026-01-01"
+            types = dict(con.execute(f"SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = "
+                                     f"'lake' AND schema_name = '{schema}' AND table_name = 'tbl'").fetchall())
+            assert types == {"id": "BIGINT", "name": "VARCHAR", "amount": "DOUBLE", "day": "DATE"}
+            assert con.execute(f"SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' AND "
+                               f"schema_name = '{schema}' AND table_name = 'tbl'").fetchone()[0] == "the table's comment"
+            assert con.execute(f"SELECT comment FROM duckdb_columns() WHERE database_name = 'lake' AND schema_name = "
+                               f"'{schema}' AND table_name = 'tbl' AND column_name = 'id'").fetchone()[0] == \
+                "the id's comment"
+            # the view is a DuckLake view that DuckDB itself can query
+            assert con.execute(f"SELECT * FROM lake.{schema}.vw ORDER BY id").fetchall() == [(1, "A"), (2, "B")]
+            snaps = con.execute("SELECT snapshot_id, author, commit_message, commit_extra_info FROM lake.snapshots() "
+                                f"WHERE snapshot_id > {before} ORDER BY snapshot_id").fetchall()
+        # seed, table (with its comments), view: three snapshots, each naming its node
+        assert len(snaps) == 3, snaps
+        assert [s[2].split(":")[0] for s in snaps] == ["seed.test.src", "model.test.tbl", "model.test.vw"]
+        extra = json.loads(snaps[1][3])
+        assert extra["node_unique_id"] == "model.test.tbl" and extra["adapter"] == "dbt-ducklake"
+        assert extra["invocation_id"] and extra["dbt_version"].startswith("1.11")
+
+    def test_partition_values_are_months(self, project: object) -> None:
+        catalog, schema = _lake(project)
+        from dbt.adapters.ducklake.lake import DuckLake
+
+        lake = DuckLake.open(catalog)
+        st = lake.snapshot()
+        files = st.files(st.table(schema, "tbl"))
+        lake.close()
+        assert {f.partition_values for f in files} == {("1",), ("2",)}
+
+
+class TestFailingModelLeavesTheLake:
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"src.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"tbl.sql": TABLE, "broken.sql": "{{ config(materialized='table') }}\n" + BROKEN}
+
+    def test_failure_is_clear_and_changes_nothing(self, project: object) -> None:
+        catalog, schema = _lake(project)
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "tbl"])
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+            rows_before = con.execute(f"SELECT * FROM lake.{schema}.tbl ORDER BY id").fetchall()
+        results = run_dbt(["run"], expect_pass=False)
+        failed = [r for r in results if r.status == "error"]
+        assert len(failed) == 1 and "no_such_column" in failed[0].message
+        with reference.attached(catalog, read_only=True) as con:
+            # tbl ran again (one new snapshot); broken added nothing
+            assert con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0] == before + 1
+            assert con.execute(f"SELECT * FROM lake.{schema}.tbl ORDER BY id").fetchall() == rows_before
+            assert con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND "
+                               f"schema_name = '{schema}' AND table_name = 'broken'").fetchone()[0] == 0
