@@ -108,3 +108,49 @@ class TestFailingModelLeavesTheLake:
             assert con.execute(f"SELECT * FROM lake.{schema}.tbl ORDER BY id").fetchall() == rows_before
             assert con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND "
                                f"schema_name = '{schema}' AND table_name = 'broken'").fetchone()[0] == 0
+
+
+CONTRACT_YML = """
+version: 2
+models:
+  - name: good
+    config: {materialized: table, contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: int, constraints: [{type: not_null}]}
+      - {name: name, data_type: string}
+  - name: bad
+    config: {materialized: table, contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: int, constraints: [{type: not_null}]}
+      - {name: name, data_type: string}
+"""
+
+
+class TestContracts:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"good.sql": "select 1 as id, 'a' as name union all select 2, null",
+                "bad.sql": "select cast(null as int) as id, 'a' as name",
+                "schema.yml": CONTRACT_YML}
+
+    def test_not_null_and_types_are_enforced(self, project: object) -> None:
+        catalog, schema = _lake(project)
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        results = run_dbt(["run"], expect_pass=False)
+        status = {r.node.name: r for r in results}
+        assert status["good"].status == "success"
+        assert status["bad"].status == "error"
+        assert "NOT NULL constraint failed" in status["bad"].message and "'id'" in status["bad"].message
+        with reference.attached(catalog, read_only=True) as con:
+            cols = con.execute(f"SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE database_name "
+                               f"= 'lake' AND schema_name = '{schema}' AND table_name = 'good'").fetchall()
+            assert cols == [("id", "INTEGER", False), ("name", "VARCHAR", True)]
+            assert con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND "
+                               f"schema_name = '{schema}' AND table_name = 'bad'").fetchone()[0] == 0
+            assert con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0] == before + 1
+            # DuckDB enforces what we declared
+            with pytest.raises(Exception, match="NOT NULL"):
+                con.execute("DETACH lake")
+                con.execute(reference.attach_sql(catalog))
+                con.execute(f"INSERT INTO lake.{schema}.good VALUES (NULL, 'x')")

@@ -6,12 +6,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.base import AdapterConfig, available
+from dbt.adapters.base import AdapterConfig, ConstraintSupport, available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
@@ -31,6 +32,15 @@ class DuckLakeAdapter(SparkAdapter):
     Relation = DuckLakeRelation  # type: ignore[assignment]
     ConnectionManager = DuckLakeConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = DuckLakeConfig  # type: ignore[assignment]
+
+    # NOT NULL is a DuckLake column property that the writers check; the others are metadata DuckLake does not keep
+    CONSTRAINT_SUPPORT = {  # noqa: RUF012 - dbt reads this class attribute
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.check: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.unique: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.primary_key: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
+    }
 
     _capabilities = CapabilityDict({
         Capability.TableLastModifiedMetadata: CapabilitySupport(support=Support.Full),

@@ -53,6 +53,7 @@ class Change:
     new_type: str | None = None
     columns_ddl: str | None = None  # "a INT, b STRING" of CREATE TABLE (...) / ADD COLUMNS (...)
     column_names: tuple[str, ...] = ()  # INSERT INTO t (a, b)
+    not_null: tuple[str, ...] = ()  # columns declared NOT NULL in CREATE TABLE (...)
     partition_by: tuple[str, ...] = ()
     condition: str | None = None
     assignments: dict[str, str] = field(default_factory=dict)
@@ -272,17 +273,23 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
     if kind != "TABLE":
         return None
     columns_ddl = None
+    not_null: tuple[str, ...] = ()
     if isinstance(tree.this, exp.Schema) and tree.this.expressions:
-        columns_ddl = ", ".join(c.sql(dialect="spark") for c in tree.this.expressions
-                                if isinstance(c, exp.ColumnDef))
+        defs = [c for c in tree.this.expressions if isinstance(c, exp.ColumnDef)]
+        # the column list's types only (constraints other than NOT NULL are not enforced by DuckLake)
+        columns_ddl = ", ".join(exp.ColumnDef(this=c.this, kind=c.args.get("kind")).sql(dialect="spark")
+                                for c in defs if c.args.get("kind") is not None) or None
+        not_null = tuple(c.name for c in defs if any(
+            isinstance(k.kind, exp.NotNullColumnConstraint) and not k.kind.args.get("allow_null")
+            for k in c.constraints))
     if tree.expression is not None:
         query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,))
         return Change("ctas", schema, name, query=query, replace=replace, comment=comment, partition_by=partition,
-                      columns_ddl=columns_ddl, if_exists=bool(tree.args.get("exists")), refs=refs)
+                      columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")), refs=refs)
     if columns_ddl is None:
         raise RoutingError(f"CREATE TABLE {schema}.{name} needs columns or AS SELECT")
     return Change("create_table", schema, name, replace=replace, comment=comment, partition_by=partition,
-                  columns_ddl=columns_ddl, if_exists=bool(tree.args.get("exists")))
+                  columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")))
 
 
 def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Change:

@@ -76,5 +76,5 @@ def _spark(creds: DuckLakeCredentials) -> SparkSession:
         apply_required_conf(spark)
         return spark
     spark = build_session(creds.master, "dbt-ducklake", conf)
-    spark.sparkContext.setLogLevel("ERROR")  # Spark's warnings would drown dbt's log; errors still surface
+    spark.sparkContext.setLogLevel("FATAL")  # dbt reports failed statements itself; Spark would log each one twice
     return spark

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Collection, Sequence
 
 from pyspark.sql import types as T
 
@@ -108,7 +109,17 @@ def from_spark(field: T.StructField, next_id: Callable[[], int], path: str = "")
     )
 
 
-def columns_from_spark(schema: T.StructType) -> list[Column]:
-    """DuckLake columns (ids from 1, depth first) for a Spark schema, e.g. for CREATE TABLE AS SELECT."""
+def columns_from_spark(schema: T.StructType, not_null: Collection[str] = ()) -> list[Column]:
+    """DuckLake columns (ids from 1, depth first) for a Spark schema, e.g. for CREATE TABLE AS SELECT.
+
+    Columns are nullable, as DuckDB's CREATE TABLE AS makes them whatever the query's nullability; the top-level
+    columns named in not_null (case-insensitive) are NOT NULL.
+    """
     counter = iter(range(1, 1 << 31))
-    return [from_spark(f, lambda: next(counter)) for f in schema.fields]
+    wanted = {n.lower() for n in not_null}
+    cols = [_nullable(from_spark(f, lambda: next(counter))) for f in schema.fields]
+    return [dataclasses.replace(c, nullable=False) if c.name.lower() in wanted else c for c in cols]
+
+
+def _nullable(col: Column) -> Column:
+    return dataclasses.replace(col, nullable=True, children=tuple(_nullable(c) for c in col.children))

@@ -39,9 +39,9 @@ class LakeWork:
     # data ------------------------------------------------------------------------------------------------------
     def create_table_as(self, schema: str, table: str, df: DataFrame, *,
                         partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
-                        comment: str | None = None) -> None:
+                        comment: str | None = None, not_null: Sequence[str] = ()) -> None:
         files, table_dir = stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by,
-                                                 replace=replace, comment=comment)
+                                                 replace=replace, comment=comment, not_null=not_null)
         self._written.append((files, table_dir))
         self._touch(schema, table)
 

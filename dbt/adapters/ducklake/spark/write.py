@@ -104,7 +104,9 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             out = key.add(out)
         extra = [F.col(_q(ROW_ID_COLUMN))] if row_ids else []
         writer = out.select(*[F.col(_q(c.name)) for c in table.columns], *extra, *[F.col(k.name) for k in keys]).write
-        writer = writer.options(**_WRITER_OPTIONS).mode("errorifexists")
+        # "error", not "errorifexists": the same mode for classic Spark, and the only spelling Spark Connect's
+        # client accepts (pyspark 4.0 raises UNSUPPORTED_OPERATION for "errorifexists")
+        writer = writer.options(**_WRITER_OPTIONS).mode("error")
         if keys:
             writer = writer.partitionBy(*[k.name for k in keys])
         writer.parquet(_uri(staging))
@@ -209,9 +211,12 @@ def create_table_as(
 
 def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
                           partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
-                          comment: str | None = None) -> tuple[list[DataFileSpec], str]:
-    """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged)."""
-    columns = columns_from_spark(df.schema)
+                          comment: str | None = None, not_null: Sequence[str] = ()) -> tuple[list[DataFileSpec], str]:
+    """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged).
+
+    Columns are nullable (as DuckDB's CTAS makes them) except those in not_null, which the write then enforces.
+    """
+    columns = columns_from_spark(df.schema, not_null)
     staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
     table_dir = txn.table_path(staged)
     files = write_files(spark, df, staged, table_dir)
@@ -275,7 +280,13 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
         src = found[0]
         _check_struct_fields(src.dataType, field.dataType, f"{where} column {field.name!r}")
         sources.append(src)
-        exprs.append(F.col(_q(src.name)).cast(field.dataType).alias(field.name, metadata=field.metadata))
+        value = F.col(_q(src.name)).cast(field.dataType)
+        if not field.nullable:
+            # NOT NULL is checked by the executors as they write (the job fails, nothing is committed)
+            msg = f"NOT NULL constraint failed: {where} column {field.name!r} got a NULL"
+            # coalesce(assert, value): the assert always runs first (IsNull(assert) would be optimised away)
+            value = F.coalesce(F.assert_true(value.isNotNull(), F.lit(msg)).cast(field.dataType), value)
+        exprs.append(value.alias(field.name, metadata=field.metadata))
     if keep:
         meta = {"parquet.field.id": ROW_ID_FIELD_ID}
         exprs.append(F.col(_q(keep)).cast("bigint").alias(ROW_ID_COLUMN, metadata=meta))

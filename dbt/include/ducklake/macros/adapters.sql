@@ -14,6 +14,7 @@
       {%- set compiled_code = get_select_subquery(compiled_code) %}
     {%- endif %}
     create or replace table {{ relation }}
+    {%- if contract_config.enforced %} {{ get_table_columns_and_constraints() }}{% endif %}
     {{ ducklake_partition_clause() }}
     {{ comment_clause() }}
     as
