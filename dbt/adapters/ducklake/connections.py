@@ -20,7 +20,7 @@ from .credentials import DuckLakeCredentials
 from .cursor import DuckLakeCursor
 from .lake.errors import DuckLakeError
 from .router import Change, RoutingError
-from .runtime import Runtime, runtime_for
+from .runtime import Runtime, SetupError, runtime_for
 from .spark.work import LakeWork
 
 logger = AdapterLogger("DuckLake")
@@ -127,11 +127,10 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         creds: DuckLakeCredentials = connection.credentials  # type: ignore[assignment]
         try:
             rt = runtime_for(creds)
-        except Exception as e:
+        except SetupError as e:
             connection.state = ConnectionState.FAIL  # type: ignore[assignment]
             connection.handle = None
-            raise DbtRuntimeError(f"could not open the lake (catalog {creds.catalog!r}, data_path "
-                                  f"{creds.data_path!r}, Spark {creds.master!r}): {e}") from e
+            raise DbtRuntimeError(str(e)) from e
         connection.handle = DuckLakeHandle(rt, creds)
         connection.state = ConnectionState.OPEN  # type: ignore[assignment]
         return connection

@@ -7,10 +7,12 @@ profile's catalog, data path and Spark settings; created on the first connection
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -34,6 +36,18 @@ _LOCK = threading.Lock()
 _RUNTIMES: dict[tuple, Runtime] = {}
 
 
+class SetupError(RuntimeError):
+    """One part of the profile does not work: says which (Spark, the catalog, the data path) and why."""
+
+
+@contextlib.contextmanager
+def _component(what: str) -> Iterator[None]:
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - any failure here is reported as this part's
+        raise SetupError(f"{what} does not work: {e}") from e
+
+
 def _quiet_spark_logs() -> None:
     # PySpark 4 logs a full stack trace for every failed query; dbt reports the error itself
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -47,9 +61,12 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
         rt = _RUNTIMES.get(key)
         if rt is None:
             _quiet_spark_logs()
-            _make_local_dirs(creds)
-            spark = _spark(creds)
-            lake = DuckLake.open_or_create(creds.catalog, creds.data_path)
+            with _component(f"the data path {creds.data_path!r}"):
+                _make_local_dirs(creds)
+            with _component(f"the catalog {creds.catalog!r}"):
+                lake = DuckLake.open_or_create(creds.catalog, creds.data_path)
+            with _component(f"Spark (master {creds.master!r})"):
+                spark = _spark(creds)
             rt = Runtime(spark, lake, LakeNames(spark, lake))
             _RUNTIMES[key] = rt
         return rt
