@@ -1,4 +1,5 @@
-"""A Spark standalone cluster (one master, one worker) on 127.0.0.1, started with the pyspark package's own scripts.
+"""A Spark standalone cluster (one master, one worker), or a Spark Connect server, on 127.0.0.1, started with the
+pyspark package's own scripts.
 
 Only one SparkContext can live in a process and the test process already has a local one, so code that talks to the
 cluster runs in a child Python process (`run_python`). Master, worker and that child each get their own process
@@ -187,6 +188,101 @@ def standalone_cluster(root: Path, *, cores: int = 1, memory: str = "1g",
         yield cluster
     finally:
         cluster.stop()
+
+
+_CONNECT_STARTED = re.compile(r"Spark Connect server started at: [^\s]*:(\d+)")
+
+
+@dataclass
+class ConnectServer:
+    """A Spark Connect server (`SparkConnectServer`, the spark-connect jar of the pyspark package) on 127.0.0.1.
+
+    Its driver runs the given master (local[N]) in the server's JVM; clients reach it at `url` (sc://127.0.0.1:port).
+    """
+
+    root: Path
+    url: str = ""
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "logs" / "connect-server.log"
+
+    def env(self) -> dict[str, str]:
+        """The environment of the server (and of a client process: a Connect client reads none of it)."""
+        conf_dir = self.root / "conf"  # empty: no spark-defaults.conf or spark-env.sh from anywhere else
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        return {
+            **os.environ,
+            "SPARK_HOME": spark_home(),
+            "SPARK_CONF_DIR": str(conf_dir),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+        }
+
+    def logs(self, lines: int = 40) -> str:
+        return f"--- {self.log_path.name} (last {lines} lines) ---\n{tail(self.log_path, lines)}"
+
+    def start(self, *, master: str = "local[2]", memory: str = "512m", conf: dict[str, str] | None = None,
+              timeout: float = 90.0) -> None:
+        """Start the server and return once its gRPC port accepts connections."""
+        jars = os.path.join(spark_home(), "jars")
+        if not any(n.startswith("spark-connect_") for n in os.listdir(jars)):
+            raise ClusterError(f"no spark-connect jar in {jars}: this pyspark cannot run a Connect server")
+        port = free_port()
+        settings = {
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.catalogImplementation": "in-memory",  # no Hive metastore (faster start, no derby files)
+            **(conf or {}),
+        }
+        args = [os.path.join(spark_home(), "bin", "spark-submit"),
+                "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--name", "spark-connect-test",
+                "--master", master, "--driver-memory", memory, "--driver-java-options", FAST_JVM_OPTIONS]
+        for key, value in settings.items():
+            args += ["--conf", f"{key}={value}"]
+        args.append("spark-internal")  # the primary resource of an internal class (as sbin/start-connect-server.sh)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            env=self.env(), cwd=self.root, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise ClusterError(f"the Spark Connect server exited with code {self.process.returncode}\n"
+                                   f"{self.logs()}")
+            found = _CONNECT_STARTED.search(self.log_path.read_text(errors="replace"))
+            if found:  # the port actually bound (Spark moves on to the next one if the given one was taken)
+                with suppress(OSError), socket.create_connection(("127.0.0.1", int(found.group(1))), timeout=2):
+                    self.url = f"sc://127.0.0.1:{found.group(1)}"
+                    return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the Spark Connect server did not listen within {timeout} s\n{self.logs()}")
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _kill_group(self.process)
+
+
+@contextmanager
+def connect_server(root: Path, *, master: str = "local[2]", memory: str = "512m", conf: dict[str, str] | None = None,
+                   timeout: float = 90.0) -> Iterator[ConnectServer]:
+    """A running Spark Connect server under root (logs/, conf/, its cwd), stopped (process group killed) on exit.
+
+    Raises:
+        ClusterError: the server exited, or did not accept connections within timeout seconds (with its log tail).
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    server = ConnectServer(root)
+    try:
+        server.start(master=master, memory=memory, conf=conf, timeout=timeout)
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from .cursor import DuckLakeCursor
 from .lake.errors import DuckLakeError
 from .router import Change, RoutingError
 from .runtime import Runtime, SetupError, runtime_for
+from .spark.session import cancel_all
 from .spark.work import LakeWork
 
 logger = AdapterLogger("DuckLake")
@@ -141,7 +142,7 @@ class DuckLakeConnectionManager(SQLConnectionManager):
 
     def cancel(self, connection: Connection) -> None:
         if connection.handle is not None:
-            connection.handle.runtime.spark.sparkContext.cancelAllJobs()
+            cancel_all(connection.handle.runtime.spark)
 
     @classmethod
     def _rollback_handle(cls, connection: Connection) -> None:

@@ -22,7 +22,7 @@ from .lake.catalog_url import parse_catalog
 from .lake.lake import DuckLake
 from .lake.paths import to_local
 from .spark.names import LakeNames
-from .spark.session import build_session
+from .spark.session import build_session, connect_session
 
 
 @dataclass
@@ -87,11 +87,7 @@ def _spark(creds: DuckLakeCredentials) -> SparkSession:
     conf = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
             "spark.sql.shuffle.partitions": "8", **creds.spark_config}
     if creds.master.startswith("sc://"):
-        spark = SparkSession.builder.remote(creds.master).getOrCreate()
-        from .spark.session import apply_required_conf
-
-        apply_required_conf(spark)
-        return spark
+        return connect_session(creds.master, conf)
     spark = build_session(creds.master, "dbt-ducklake", conf)
     spark.sparkContext.setLogLevel("FATAL")  # dbt reports failed statements itself; Spark would log each one twice
     return spark

@@ -45,6 +45,32 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     return builder.getOrCreate()
 
 
+def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A Spark Connect session (sc://host:port) with the user's runtime settings and the ones the layer needs.
+
+    Static settings (UI, driver, Python) belong to the Connect server; they are skipped here.
+
+    Raises:
+        ValueError: user conf contradicts a setting the layer needs.
+    """
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in (conf or {}).items():
+        if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
+            raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, str(value))
+    apply_required_conf(spark)
+    return spark
+
+
+def cancel_all(spark: SparkSession) -> None:
+    """Cancel the running jobs of a session, classic or Connect (no SparkContext there)."""
+    if hasattr(spark, "interruptAll") and not hasattr(spark, "_jsparkSession"):
+        spark.interruptAll()
+    else:
+        spark.sparkContext.cancelAllJobs()
+
+
 def apply_required_conf(spark: SparkSession) -> None:
     """Set the runtime settings the layer needs on an existing session (e.g. one the user made)."""
     for key, value in REQUIRED_CONF.items():

@@ -80,3 +80,11 @@
   {%- endcall -%}
   {{ return(load_result('last_modified')) }}
 {%- endmacro %}
+
+{#- The end of every materialization: docs, post-hooks, then ONE commit for the model's snapshot. -#}
+{% macro ducklake_finish(relation, for_columns=true) -%}
+  {% do persist_docs(relation, model, for_columns=for_columns) %}
+  {{ run_hooks(post_hooks, inside_transaction=True) }}
+  {{ adapter.commit() }}
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
+{%- endmacro %}

@@ -23,10 +23,6 @@
       select {{ cols }} from ({{ compiled_code }}) as dbt_incremental_source
     {%- endcall %}
   {%- endif %}
-  {% do persist_docs(target_relation, model) %}
-
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {{ adapter.commit() }}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ ducklake_finish(target_relation) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

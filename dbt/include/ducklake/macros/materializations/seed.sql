@@ -12,10 +12,6 @@
   {% call noop_statement('main', 'INSERT ' ~ rows, 'INSERT', rows) %}
     -- {{ rows }} rows loaded into {{ target_relation }}
   {% endcall %}
-  {% do persist_docs(target_relation, model) %}
-
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {{ adapter.commit() }}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ ducklake_finish(target_relation) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

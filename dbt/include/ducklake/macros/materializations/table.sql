@@ -8,10 +8,6 @@
   {% call statement('main') -%}
     {{ create_table_as(False, target_relation, compiled_code, model['language']) }}
   {%- endcall %}
-  {% do persist_docs(target_relation, model) %}
-
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {{ adapter.commit() }}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ ducklake_finish(target_relation) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

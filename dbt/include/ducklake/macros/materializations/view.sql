@@ -8,10 +8,6 @@
   {% call statement('main') -%}
     {{ get_create_view_as_sql(target_relation, sql) }}
   {%- endcall %}
-  {% do persist_docs(target_relation, model, for_columns=false) %}
-
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {{ adapter.commit() }}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
+  {{ ducklake_finish(target_relation, for_columns=false) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
