@@ -154,3 +154,37 @@ class TestContracts:
                 con.execute("DETACH lake")
                 con.execute(reference.attach_sql(catalog))
                 con.execute(f"INSERT INTO lake.{schema}.good VALUES (NULL, 'x')")
+
+
+COUNT_MACRO = """
+{% macro count_rows(rel) %}
+  {% set n = run_query("select count(*) from " ~ rel)[0][0] %}
+  {{ log("rows in " ~ rel ~ ": " ~ n, info=True) }}
+{% endmacro %}
+"""
+
+
+class TestOperationsShowAndAnalyses:
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"src.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def macros(self) -> dict[str, str]:
+        return {"count_rows.sql": COUNT_MACRO}
+
+    @pytest.fixture(scope="class")
+    def analyses(self) -> dict[str, str]:
+        return {"by_name.sql": "select name, count(*) as n from {{ ref('src') }} group by name"}
+
+    def test_lake_tables_by_name(self, project: object) -> None:
+        from dbt.tests.util import run_dbt_and_capture
+
+        schema = project.test_schema  # type: ignore[attr-defined]
+        run_dbt(["seed"])
+        _, out = run_dbt_and_capture(["run-operation", "count_rows", "--args", f"{{rel: {schema}.src}}"])
+        assert f"rows in {schema}.src: 3" in out
+        _, out = run_dbt_and_capture(["show", "--inline", f"select id, name from {schema}.src order by id",
+                                      "--limit", "2"])
+        assert "|  1 | a    |" in out and "|  2 | b    |" in out and "| c" not in out
+        run_dbt(["compile", "--select", "by_name"])  # analyses compile against the lake's relations

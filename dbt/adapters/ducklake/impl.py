@@ -164,6 +164,14 @@ class DuckLakeAdapter(SparkAdapter):
         return len(agate_table.rows)
 
     @available
+    def listagg_sql(self, measure: str, delimiter_text: str, order_by_clause: str | None,
+                    limit_num: int | None) -> str:
+        """listagg in Spark SQL, honouring ORDER BY (and a limit, by sorting the collected values)."""
+        from .sql_snippets import listagg
+
+        return listagg(measure, delimiter_text, order_by_clause, limit_num)
+
+    @available
     def last_changed(self, relation: BaseRelation) -> Any:
         """When the last snapshot that changed the relation was committed (source freshness without a column)."""
         from .spark.freshness import last_change_time

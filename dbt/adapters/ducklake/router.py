@@ -143,6 +143,28 @@ def _schema_name(node: exp.Expression | None) -> str:
     return node.name if node is not None else ""
 
 
+_STRING_TYPES = {exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR, exp.DataType.Type.TEXT,
+                 exp.DataType.Type.NVARCHAR, exp.DataType.Type.NCHAR}
+
+
+def _type_sql(kind: exp.Expression | None) -> str | None:
+    """A column type as Spark's schema parser takes it: DuckLake strings have no length and Spark schemas refuse
+    CHAR/VARCHAR, so those are STRING."""
+    if kind is None:
+        return None
+    if isinstance(kind, exp.DataType):
+        kind = kind.copy()
+        for node in [kind, *kind.find_all(exp.DataType)]:
+            if node.this in _STRING_TYPES:
+                node.set("this", exp.DataType.Type.TEXT)
+                node.set("expressions", [])
+    return kind.sql(dialect="spark")
+
+
+def _column_ddl(c: exp.ColumnDef) -> str:
+    return f"{c.this.sql(dialect='spark')} {_type_sql(c.args.get('kind'))}"
+
+
 def _spark(node: exp.Expression | None) -> str | None:
     return None if node is None else node.sql(dialect="spark")
 
@@ -277,8 +299,7 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
     if isinstance(tree.this, exp.Schema) and tree.this.expressions:
         defs = [c for c in tree.this.expressions if isinstance(c, exp.ColumnDef)]
         # the column list's types only (constraints other than NOT NULL are not enforced by DuckLake)
-        columns_ddl = ", ".join(exp.ColumnDef(this=c.this, kind=c.args.get("kind")).sql(dialect="spark")
-                                for c in defs if c.args.get("kind") is not None) or None
+        columns_ddl = ", ".join(_column_ddl(c) for c in defs if c.args.get("kind") is not None) or None
         not_null = tuple(c.name for c in defs if any(
             isinstance(k.kind, exp.NotNullColumnConstraint) and not k.kind.args.get("allow_null")
             for k in c.constraints))
@@ -354,10 +375,10 @@ def _alter(tree: exp.Alter) -> Change | None:
         _new_schema, new_name = _target(a.this)
         return Change("rename", schema, name, new_name=new_name)
     if isinstance(a, exp.ColumnDef):
-        ddl = ", ".join(x.sql(dialect="spark") for x in actions if isinstance(x, exp.ColumnDef))
+        ddl = ", ".join(_column_ddl(x) for x in actions if isinstance(x, exp.ColumnDef))
         return Change("add_columns", schema, name, columns_ddl=ddl)
     if isinstance(a, exp.Schema):
-        ddl = ", ".join(x.sql(dialect="spark") for x in a.expressions)
+        ddl = ", ".join(_column_ddl(x) for x in a.expressions if isinstance(x, exp.ColumnDef))
         return Change("add_columns", schema, name, columns_ddl=ddl)
     if isinstance(a, exp.AlterColumn):
         col = a.this.name
@@ -365,7 +386,7 @@ def _alter(tree: exp.Alter) -> Change | None:
             c = a.args["comment"]
             return Change("comment", schema, name, column=col, comment=c.name if isinstance(c, exp.Literal) else None)
         if a.args.get("dtype") is not None:
-            return Change("alter_type", schema, name, column=col, new_type=a.args["dtype"].sql(dialect="spark"))
+            return Change("alter_type", schema, name, column=col, new_type=_type_sql(a.args["dtype"]))
         if a.args.get("allow_null") is not None:
             return Change("set_nullable", schema, name, column=col, new_type=str(bool(a.args["allow_null"])))
         return None

@@ -88,3 +88,30 @@
   {{ adapter.commit() }}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
 {%- endmacro %}
+
+{#- Columns added and removed as DuckLake schema evolution (no file is rewritten). -#}
+{% macro ducklake__alter_relation_add_remove_columns(relation, add_columns, remove_columns) -%}
+  {%- if add_columns -%}
+    {%- call statement('add_columns') -%}
+      alter table {{ relation.render() }} add columns (
+        {%- for column in add_columns %}{{ column.quoted }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
+      )
+    {%- endcall -%}
+  {%- endif -%}
+  {%- for column in remove_columns or [] -%}
+    {%- call statement('drop_column_' ~ loop.index) -%}
+      alter table {{ relation.render() }} drop column {{ column.quoted }}
+    {%- endcall -%}
+  {%- endfor -%}
+{%- endmacro %}
+
+{% macro ducklake__alter_column_type(relation, column_name, new_column_type) -%}
+  {%- call statement('alter_column_type') -%}
+    alter table {{ relation.render() }} alter column {{ adapter.quote(column_name) }} type {{ new_column_type }}
+  {%- endcall -%}
+{%- endmacro %}
+
+{#- listagg with its order honoured (dbt-spark ignores it): Spark 4's WITHIN GROUP, or a sorted slice for a limit -#}
+{% macro ducklake__listagg(measure, delimiter_text, order_by_clause, limit_num) -%}
+  {{- return(adapter.listagg_sql(measure, delimiter_text, order_by_clause, limit_num)) -}}
+{%- endmacro %}
