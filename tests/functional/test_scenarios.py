@@ -188,3 +188,41 @@ class TestOperationsShowAndAnalyses:
                                       "--limit", "2"])
         assert "|  1 | a    |" in out and "|  2 | b    |" in out and "| c" not in out
         run_dbt(["compile", "--select", "by_name"])  # analyses compile against the lake's relations
+
+
+class TestDmlOnTheModelInsideItsTransaction:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        # a post-hook changing the table the model just created: the same snapshot (its staged files rewritten)
+        inside = ("{{ config(materialized='table', post_hook=['update {{ this }} set v = v * 10 where id > 1', "
+                  "'delete from {{ this }} where id = 3']) }}\nselect id, id as v from range(1, 5)")
+        after = ("{{ config(materialized='table', post_hook=after_commit('update {{ this }} set v = 2')) }}\n"
+                 "select 1 as v")
+        # an incremental run: rows appended, then a hook deleting from the same table inside the transaction
+        incr = ("{{ config(materialized='incremental', post_hook='delete from {{ this }} where id = 1') }}\n"
+                "select id from range(1, 3)")
+        return {"inside.sql": inside, "after.sql": after, "incr.sql": incr}
+
+    def test_own_writes_are_seen_or_refused_clearly(self, project: object) -> None:
+        catalog, schema = _lake(project)
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        results = {r.node.name: r for r in run_dbt(["run"])}
+        assert all(r.status == "success" for r in results.values())
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute(f"SELECT id, v FROM lake.{schema}.inside ORDER BY id").fetchall() == [
+                (1, 1), (2, 20), (4, 40)]
+            assert con.execute(f"SELECT v FROM lake.{schema}.after").fetchall() == [(2,)]
+            assert con.execute(f"SELECT id FROM lake.{schema}.incr").fetchall() == [(2,)]
+            messages = [r[0] for r in con.execute("SELECT commit_message FROM lake.snapshots() WHERE snapshot_id > "
+                                                  f"{before}").fetchall()]
+            # inside and incr: one snapshot each (hooks included); after: its model, then the hook's own commit
+            assert sum(m.startswith("model.test.inside:") for m in messages) == 1
+            assert sum(m.startswith("model.test.incr:") for m in messages) == 1
+            snaps_before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        results = {r.node.name: r for r in run_dbt(["run", "--select", "incr"], expect_pass=False)}
+        assert results["incr"].status == "error"
+        assert "after it was changed in the same transaction" in results["incr"].message
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0] == snaps_before
+            assert con.execute(f"SELECT id FROM lake.{schema}.incr").fetchall() == [(2,)]

@@ -78,6 +78,24 @@ class Transaction:
             return base
         return join_path(base, table.path) if table.path_is_relative else table.path
 
+    def is_new_table(self, schema: str, name: str) -> bool:
+        """Whether the table is created (or re-created) in this transaction."""
+        return self.table(schema, name).table_id in self._staged.created_table_ids
+
+    def staged_files(self, schema: str, name: str) -> list[DataFileSpec]:
+        """The data files staged for a table in this transaction (for engines that must read their own writes)."""
+        return [f for op in self._ops if _adds_to(op, schema, name) for f in op.files]  # type: ignore[attr-defined]
+
+    def replace_staged_files(self, schema: str, name: str, files: Iterable[DataFileSpec]) -> None:
+        """Swap the files staged for a table created in this transaction (copy-on-write inside the transaction:
+        nothing was committed, so nothing needs a delete file). The caller removes the old files."""
+        if not self.is_new_table(schema, name):
+            raise ValueError(f"{schema}.{name} was not created in this transaction: change it with deletes")
+        self._ops = [op for op in self._ops if not _adds_to(op, schema, name)]
+        files = tuple(files)
+        if files:
+            self.add_data_files(schema, name, files)
+
     def has_schema(self, name: str) -> bool:
         return any(s.lower() == name.lower() for s in self._staged.schemas)
 
@@ -277,6 +295,11 @@ class Transaction:
     def abandon(self) -> None:
         """Discard the staged changes."""
         self._closed = True
+
+
+def _adds_to(op: ops.Operation, schema: str, name: str) -> bool:
+    return (isinstance(op, ops.AddDataFiles) and op.schema.lower() == schema.lower()
+            and op.table.lower() == name.lower())
 
 
 def _remove(fileio: LocalFileIO, builder: CatalogBuilder | None) -> None:

@@ -7,16 +7,25 @@ them. Reads inside the unit see the lake as of the last commit (the base snapsho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from ..lake.errors import CommitStateUnknownError
+from ..lake.errors import CommitStateUnknownError, NoSuchColumnError, NoSuchTableError
 from ..lake.lake import DuckLake
 from ..lake.records import Column, Snapshot
 from ..lake.transaction import Transaction
 from . import dml
-from .write import discard_files, stage_append, stage_create_table_as
+from .scan import file_uri
+from .sql_literals import ident
+from .types import to_spark
+from .write import discard_files, stage_append, stage_create_table_as, write_files
+
+
+class UnitOfWorkError(ValueError):
+    """A statement the unit of work cannot apply as asked (the message says why and what to do instead)."""
 
 
 class LakeWork:
@@ -59,6 +68,45 @@ class LakeWork:
         self._touch(schema, table)
         return len(files)
 
+    def _reads_base(self, statement: str, schema: str, table: str) -> None:
+        """DML finds its rows in the last committed snapshot: refuse a target this unit already changed (other than
+        by creating it, see _rewrite_new), rather than silently miss the unit's own changes."""
+        if (schema.lower(), table.lower()) in self.touched:
+            raise UnitOfWorkError(
+                f"{statement} of {schema}.{table} after it was changed in the same transaction is not supported: it "
+                "would not see the transaction's own changes. Run it after the commit (in dbt: a hook with "
+                "inside_transaction=false, e.g. after_commit(...))")
+
+    def _is_new(self, schema: str, table: str) -> bool:
+        try:
+            return self.tx.is_new_table(schema, table)
+        except NoSuchTableError:
+            return False
+
+    def _rewrite_new(self, schema: str, table: str, select: Callable[[str, list[str]], str]) -> bool:
+        """DML on a table created in this unit: its staged files are read, changed by Spark and written again in
+        their place (nothing is committed yet, so no delete files). select(view, columns) gives the new rows."""
+        info = self.tx.table(schema, table)
+        old = self.tx.staged_files(schema, table)
+        if not old:
+            return False
+        view = f"__ducklake_staged_{uuid.uuid4().hex[:12]}"
+        raw = self.spark.read.option("mergeSchema", "true").parquet(*[file_uri(f.path) for f in old])
+        present = {c.lower() for c in raw.columns}
+        cols = [F.col(ident(c.name)) if c.name.lower() in present else F.lit(None).cast(to_spark(c)).alias(c.name)
+                for c in info.columns]  # files written before an ADD COLUMN lack it
+        raw.select(*cols).createOrReplaceTempView(view)
+        try:
+            rows = self.spark.sql(select(view, [c.name for c in info.columns]))
+            table_dir = self.tx.table_path(info)
+            new = write_files(self.spark, rows, info, table_dir)
+        finally:
+            self.spark.catalog.dropTempView(view)
+        self.tx.replace_staged_files(schema, table, new)
+        self._written.append((new, table_dir))
+        discard_files(old, table_dir)  # staged only: nothing references them
+        return True
+
     def _keep(self, done: dml.Staged) -> bool:
         self._written.append((done.files, done.table_dir))
         return done.changed
@@ -69,14 +117,34 @@ class LakeWork:
                                                      dynamic_partitions=dynamic_partitions))
 
     def delete(self, schema: str, table: str, condition: str | None) -> bool:
+        if self._is_new(schema, table):
+            keep = f"NOT coalesce(({condition}), false)" if condition else "false"
+            return self._rewrite_new(schema, table, lambda v, cols: f"SELECT * FROM {v} t WHERE {keep}")
+        self._reads_base("DELETE", schema, table)
         self._touch(schema, table)
         return self._keep(dml.stage_delete(self.spark, self.tx, schema, table, condition))
 
     def update(self, schema: str, table: str, assignments: dict[str, str], condition: str | None) -> bool:
+        if self._is_new(schema, table):
+            sets = {k.lower(): v for k, v in assignments.items()}
+            known = {c.name.lower() for c in self.tx.table(schema, table).columns}
+            if set(sets) - known:
+                raise NoSuchColumnError(f"UPDATE of {schema}.{table}: no column {sorted(set(sets) - known)} "
+                                        f"(columns: {sorted(known)})")
+            cond = f"coalesce(({condition}), false)" if condition else "true"
+
+            def select(view: str, cols: list[str]) -> str:
+                exprs = [f"CASE WHEN {cond} THEN ({sets[c.lower()]}) ELSE {ident(c)} END AS {ident(c)}"
+                         if c.lower() in sets else ident(c) for c in cols]
+                return f"SELECT {', '.join(exprs)} FROM {view} t"
+
+            return self._rewrite_new(schema, table, select)
+        self._reads_base("UPDATE", schema, table)
         self._touch(schema, table)
         return self._keep(dml.stage_update(self.spark, self.tx, schema, table, assignments, condition))
 
     def merge(self, schema: str, table: str, source: DataFrame, on: str, **kw: object) -> bool:
+        self._reads_base("MERGE", schema, table)
         self._touch(schema, table)
         return self._keep(dml.stage_merge(self.spark, self.tx, schema, table, source, on, **kw))  # type: ignore[arg-type]
 
