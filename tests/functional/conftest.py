@@ -1,5 +1,5 @@
-"""dbt's adapter test suite and our functional scenarios: one lake (a DuckDB-file catalog) per test session, each
-test class in its own schema, one local SparkSession for the process (shared with the Spark-layer tests)."""
+"""dbt's adapter test suite and our functional scenarios: one lake (a DuckDB-file catalog) per test class, in its own
+schema, one local SparkSession for the process (shared with the Spark-layer tests)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ def ducklake_root(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(ducklake_root: str) -> dict[str, object]:
+def dbt_profile_target(ducklake_root: str, unique_schema: str) -> dict[str, object]:
+    # a lake per test class: each class's commits read a small catalog, and classes cannot see each other's tables
     return {
         "type": "ducklake",
-        "catalog": f"{ducklake_root}/catalog.ducklake",
-        "data_path": f"{ducklake_root}/data/",
+        "catalog": f"{ducklake_root}/{unique_schema}.ducklake",
+        "data_path": f"{ducklake_root}/{unique_schema}_data/",
         "master": "local[2]",
         "threads": 1,
         "spark_config": {"spark.sql.shuffle.partitions": "4"},

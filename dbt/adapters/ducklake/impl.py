@@ -50,6 +50,11 @@ class DuckLakeAdapter(SparkAdapter):
     def type(cls) -> str:
         return "ducklake"
 
+    @classmethod
+    def quote(cls, identifier: str) -> str:  # type: ignore[override]
+        # a classmethod: dbt renders contract column lists from a classmethod (render_raw_columns_constraints)
+        return f"`{identifier}`"  # as dbt-spark (which also quotes None, for the test utilities)
+
     # access to the lake ---------------------------------------------------------------------------------------
     def _handle(self) -> DuckLakeHandle:
         conn = self.connections.get_thread_connection()
