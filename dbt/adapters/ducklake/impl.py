@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,12 +14,14 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
 from .spark.types import to_spark
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass
@@ -157,6 +160,11 @@ class DuckLakeAdapter(SparkAdapter):
 
         overrides = {k.lower(): v for k, v in (column_override or {}).items()}
         names = list(agate_table.column_names)
+        if quote_columns is False:  # unquoted names must be plain identifiers, as in the SQL a seed would run
+            bad = [n for n in names if not _PLAIN_NAME.match(n)]
+            if bad:
+                raise DbtDatabaseError(f"syntax error: seed column names {bad} are not plain identifiers and "
+                                       "quote_columns is false (quote them, or check the CSV delimiter)")
         types = [overrides.get(n.lower()) or self.convert_type(agate_table, i) for i, n in enumerate(names)]
         conn = self.connections.get_thread_connection()
         if not conn.transaction_open:
