@@ -1,6 +1,7 @@
 """Shared fixtures: catalog locations on every backend, a data path, and the session's PostgreSQL server.
 
-Nothing here imports pyspark or dbt: these fixtures must work while the adapter is still being written.
+dbt's test fixtures (`project`, `unique_schema`, ...) are loaded here because pytest only takes `pytest_plugins`
+from the top-level conftest; tests/functional/conftest.py sets the ducklake profile they use.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import postgres
+
+pytest_plugins = ["dbt.tests.fixtures.project"]
 
 CATALOG_BACKENDS = [
     pytest.param("duckdb", id="duckdb"),

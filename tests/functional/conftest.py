@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["dbt.tests.fixtures.project"]
-
 
 @pytest.fixture(scope="session")
 def ducklake_root(tmp_path_factory: pytest.TempPathFactory) -> str:
