@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Setup from nothing, idempotent: Java check, PostgreSQL server binaries (tests only), .venv with the project.
+# Setup from nothing, idempotent: Java 17 (installed if missing), PostgreSQL server binaries (tests only), .venv.
 # Usage: bash scripts/setup.sh [--tests]   (sourced by scripts/test.sh and scripts/sample.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -13,15 +13,16 @@ step() { printf '\n==> %s  (+%ds)\n' "$*" "$((SECONDS - START))"; }
 die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo -n "$@"; else return 1; fi; }
 
-step "Java (Spark will need 17; not required yet)"
-if command -v java >/dev/null 2>&1; then
-    java_version=$(java -version 2>&1)
-    printf '%s\n' "$java_version"
-    if ! printf '%s\n' "$java_version" | head -n1 | grep -Eq 'version "17(\.|")'; then
-        echo "WARNING: Java 17 is what Spark will need; found the version above."
-    fi
-else
-    echo "WARNING: no java on PATH; Spark (not needed yet) will need Java 17 (Debian: openjdk-17-jre-headless)."
+step "Java (Spark 4 runs on Java 17)"
+if ! command -v java >/dev/null 2>&1; then
+    echo "no java on PATH: installing openjdk-17-jre-headless (Debian/Ubuntu)"
+    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        openjdk-17-jre-headless >/dev/null; } || die "Java 17 is needed for Spark: install openjdk-17-jre-headless"
+fi
+java_version=$(java -version 2>&1)
+printf '%s\n' "$java_version"
+if ! printf '%s\n' "$java_version" | head -n1 | grep -Eq 'version "(17|21)(\.|")'; then
+    echo "WARNING: Spark 4 is tested here with Java 17; found the version above."
 fi
 
 if [ "$WITH_TESTS" -eq 1 ]; then
