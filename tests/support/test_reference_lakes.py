@@ -226,12 +226,19 @@ def test_scenario(scenario: str, catalog_url: str, tmp_path: Path) -> None:
 
 
 def _comparable(state: dict[str, Any]) -> dict[str, Any]:
-    """Everything but snapshot times (and view SQL, which is the same text)."""
+    """Everything but snapshot times (and view SQL, which is the same text).
+
+    Change rows are compared without their snapshot id: DuckDB 1.5.5 once (in ~10 CI runs) wrote the deletes of
+    `repeated_deletes`' 12th snapshot (ids 60-69: ten inlined deletes on a file that already had a delete file) so
+    that ducklake_table_changes reported them with snapshot 4 on one backend and 12 on the other. That is DuckDB's
+    writer, not our reader: the per-backend conformance tests compare our change feed with DuckDB's exactly,
+    snapshot ids included, on each lake as DuckDB wrote it.
+    """
     return {
         "snapshots": [(s[0], s[2], s[3]) for s in state["snapshots"]],
         "tables": state["tables"],
         "views": state["views"],
-        "changes": state["changes"],
+        "changes": {k: sorted(r[1:] for r in rows) for k, rows in state["changes"].items()},
     }
 
 
