@@ -13,6 +13,7 @@ from .lake.errors import NoSuchTableError
 from .lake.records import Column
 from .lake.state import ci_lookup
 from .router import Change, RoutingError
+from .spark.dml import When
 from .spark.names import SPARK_SQL_TAG
 from .spark.types import columns_from_spark, from_spark
 from .spark.work import LakeWork
@@ -202,27 +203,19 @@ def _merge(spark: SparkSession, work: LakeWork, c: Change) -> None:
     schema, name = c.schema or "", c.name or ""
     source = c.merge_source or ""
     df = spark.sql(source) if source.lstrip().lower().startswith(("select", "with", "(")) else spark.table(source)
-    matched = None
-    matched_set = None
-    insert = False
-    by_source_delete = False
+    clauses = []
     for cl in c.merge_clauses:
-        if cl.condition is not None:
-            raise RoutingError(f"MERGE INTO {schema}.{name}: WHEN ... AND <condition> clauses are not supported; "
-                               "filter the source instead")
-        if cl.when == "matched":
-            if matched is not None:
-                raise RoutingError(f"MERGE INTO {schema}.{name}: only one WHEN MATCHED clause is supported")
-            matched, matched_set = cl.action, cl.assignments
-        elif cl.when == "not_matched":
-            if cl.insert_columns and any(v.lower() not in (f"s.{k}".lower(), f"s.`{k}`".lower())
-                                         for k, v in zip(cl.insert_columns, cl.insert_values, strict=False)):
+        cols: tuple[str, ...] = ()
+        if cl.action == "insert" and cl.insert_columns:
+            if any(v.lower() not in (f"s.{k}".lower(), f"s.`{k}`".lower())
+                   for k, v in zip(cl.insert_columns, cl.insert_values, strict=False)):
                 raise RoutingError(f"MERGE INTO {schema}.{name}: INSERT must take source columns by name "
                                    "(INSERT * or INSERT (a, b) VALUES (s.a, s.b))")
-            insert = True
-        elif cl.when == "not_matched_by_source" and cl.action == "delete":
-            by_source_delete = True
-        else:
-            raise RoutingError(f"MERGE INTO {schema}.{name}: unsupported clause WHEN {cl.when} THEN {cl.action}")
-    work.merge(schema, name, df, c.condition or "true", matched=matched, matched_set=matched_set,
-               not_matched_insert=insert, not_matched_by_source_delete=by_source_delete)
+            cols = cl.insert_columns
+        clauses.append(When(cl.when, cl.action, cl.condition, cl.assignments, cols))
+    try:
+        work.merge(schema, name, df, c.condition or "true", clauses)
+    except ValueError as e:
+        if "is not a valid clause" in str(e):
+            raise RoutingError(str(e)) from e
+        raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
+from .apply import partition_fields
+from .change_feed import CHANGE_TYPE_COLUMN
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
@@ -208,4 +211,27 @@ class DuckLakeAdapter(SparkAdapter):
 
     @available
     def valid_incremental_strategies(self) -> list[str]:
-        return ["append"]
+        return ["append", "merge", "delete+insert", "insert_overwrite", "microbatch"]
+
+    @available
+    def change_type_column(self) -> str:
+        """The column ducklake_changes() adds to an upstream's rows: insert | update_postimage | delete."""
+        return CHANGE_TYPE_COLUMN
+
+    @available
+    def query_columns(self, sql: str) -> list[str]:
+        """The column names of a Spark query (analysed, not run)."""
+        return list(self._handle().runtime.spark.sql(sql).columns)
+
+    @available
+    def partition_source_columns(self, partition_by: list[str]) -> list[str]:
+        """The columns partition_by entries are computed from (`day(ts)` -> ts): an INSERT OVERWRITE ... PARTITION
+        list that marks dynamic partition replacement."""
+        return [self.quote(name) for name, _transform in partition_fields(list(partition_by))]
+
+    @available
+    def timestamp_literal(self, value: Any) -> str:
+        """A Spark TIMESTAMP literal for a datetime, in UTC (the session time zone)."""
+        if getattr(value, "tzinfo", None) is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return f"TIMESTAMP '{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"

@@ -256,6 +256,8 @@ def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) ->
         if not schema:
             return None
         where = tree.args.get("where")
+        if where is not None:
+            _requalify(where, {(tree.this.alias or "").lower(), (name or "").lower()} - {""}, "t")
         return Change("delete", schema, name, condition=_spark(where.this) if where else None, refs=refs)
     if isinstance(tree, exp.Update):
         schema, name = _target(tree.this)
@@ -360,6 +362,16 @@ def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Change:
             raise RoutingError(f"MERGE INTO {schema}.{name}: unsupported clause {w.sql(dialect='spark')!r}")
     return Change("merge", schema, name, condition=_spark(tree.args.get("on")), merge_source=source,
                   merge_alias_target=t_alias, merge_alias_source=s_alias, merge_clauses=tuple(clauses), refs=refs)
+
+
+def _requalify(tree: exp.Expression, names: set[str], to: str) -> None:
+    """Columns qualified by the DML target's alias or name are rendered as `to`.col (the Spark layer reads the
+    target as `t`); a column qualified by schema.table loses the schema."""
+    for col in list(tree.find_all(exp.Column)):
+        if (col.table or "").lower() in names:
+            col.set("table", exp.to_identifier(to))
+            col.set("db", None)
+            col.set("catalog", None)
 
 
 def _alter(tree: exp.Alter) -> Change | None:

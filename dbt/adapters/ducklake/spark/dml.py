@@ -14,17 +14,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from sqlglot import exp
+from sqlglot.errors import ParseError
 
 from ..lake.deletes import SNAPSHOT_COLUMN
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
 from ..lake.pruning import And, Compare, InValues, Predicate
-from ..lake.records import Snapshot, TableInfo
+from ..lake.records import Column, Snapshot, TableInfo
 from ..lake.scan import plan_scan
 from ..lake.state import LakeState
 from ..lake.transaction import Transaction
-from .predicates import column_ref, conjuncts, to_predicate
+from .predicates import column_ref, conjuncts, to_predicate, unparen
 from .scan import POS, _projection, file_uri
 from .sql_literals import ident, literal
 
@@ -42,7 +44,7 @@ class DeletePlan:
 
 def plan_delete(spark: SparkSession, state: LakeState, table: TableInfo, condition: str | None) -> DeletePlan:
     """Find the rows a DELETE ... WHERE condition removes (condition None = every row)."""
-    target = _target_rows_sql(state, table, to_predicate(condition, table.columns, (None, "t")))
+    target = _target_rows_sql(state, table, delete_predicate(spark, table, condition))
     if target is None:
         return DeletePlan([])
     cond = condition if condition else "true"
@@ -156,27 +158,27 @@ def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, 
     from ..lake.errors import NoSuchColumnError
     from .write import write_files
 
-    info = tx.base.table(schema, table)
+    base, info, from_t = evolved_columns(tx, schema, table)
     names = {c.name.lower(): c.name for c in info.columns}
     for col in assignments:
         if col.lower() not in names:
             raise NoSuchColumnError(f"UPDATE of {schema}.{table}: no column {col!r} (columns: {list(names.values())})")
     sets = {names[k.lower()]: v for k, v in assignments.items()}
     cond = condition if condition else "true"
-    new_values = ", ".join(f"({sets[c.name]}) AS {ident(c.name)}" if c.name in sets else ident(c.name)
-                           for c in info.columns)
-    target = _target_rows_sql(tx.base, info, to_predicate(condition, info.columns, (None, "t")))
+    new_values = ", ".join(f"({sets[c.name]}) AS {ident(c.name)}" if c.name in sets else f"{from_t[c.name]} AS "
+                           f"{ident(c.name)}" for c in info.columns)
+    target = _target_rows_sql(tx.base, base, to_predicate(condition, base.columns, (None, "t")))
     if target is None:
         return Staged()
     matched = spark.sql(f"SELECT __file, __pos, __rowid, {new_values} FROM ({target}) t WHERE ({cond})")
     hits = [tuple(r) for r in matched.select("__file", "__pos", "__rowid").collect()]  # ids only, never row values
     if not hits:
         return Staged()
-    table_dir = tx.base.table_path(info)
+    table_dir = tx.table_path(info)
     done = Staged(write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid"), table_dir,
                   True)
     with _removed_on_error(done):
-        _stage_deletes(tx, info, hits)
+        _stage_deletes(tx, base, hits)
         tx.add_data_files(info.schema_name, info.name, done.files)
     return done
 
@@ -236,10 +238,10 @@ def stage_insert_overwrite(spark: SparkSession, tx: Transaction, schema: str, ta
                            dynamic_partitions: bool = False) -> Staged:
     from .write import write_files
 
-    info = tx.base.table(schema, table)
+    base, info = tx.base.table(schema, table), tx.table(schema, table)
     if dynamic_partitions and info.partition is None:
         raise ValueError(f"{schema}.{table} is not partitioned: dynamic partition overwrite needs a partitioned table")
-    table_dir = tx.base.table_path(info)
+    table_dir = tx.table_path(info)
     done = Staged(write_files(spark, df, info, table_dir), table_dir)  # type: ignore[arg-type]
     with _removed_on_error(done):
         if dynamic_partitions:
@@ -247,10 +249,10 @@ def stage_insert_overwrite(spark: SparkSession, tx: Transaction, schema: str, ta
             written = {f.partition_values for f in done.files}
             pid = info.partition.partition_id
             # files of the current spec in a written partition go; files of older specs cannot be matched, so stay
-            _remove_all(tx, tx.base, info,
+            _remove_all(tx, tx.base, base,
                         keep=lambda f: f.partition_id != pid or tuple(f.partition_values) not in written)
         else:
-            _remove_all(tx, tx.base, info)
+            _remove_all(tx, tx.base, base)
         if done.files:
             tx.add_data_files(info.schema_name, info.name, done.files)
     done.changed = not tx.is_empty
@@ -300,6 +302,46 @@ MAX_KEY_LIST = 1000  # a source with at most this many rows prunes target files 
 _INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
 
 
+def _comparable(col: Column | None, src_type: str | None) -> bool:
+    """Whether source values of src_type can prune a target column by its stats: both sides of the same type (or both
+    integers), so Spark compares them as the stats do; binary never (its STRING cast is not the stats' hex)."""
+    from .types import to_spark
+
+    if col is None or src_type is None or col.is_nested:
+        return False
+    t_type = to_spark(col).simpleString()
+    same = t_type == src_type or (t_type in _INTEGRAL and src_type in _INTEGRAL)
+    return same and src_type != "binary"
+
+
+def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]]) -> list[Predicate]:
+    """For each (target column, source column) key pair, the target rows a key of `relation` (a SQL relation) can
+    equal: its values when the relation is small (MAX_KEY_LIST rows), else its [min, max] range."""
+    if not keys:
+        return []
+    aggs = ", ".join(f"CAST(min(s.{ident(sc)}) AS STRING), CAST(max(s.{ident(sc)}) AS STRING)" for _, sc in keys)
+    row = spark.sql(f"SELECT count(*), {aggs} FROM {relation} s").collect()[0]
+    small = row[0] <= MAX_KEY_LIST
+    parts: list[Predicate] = []
+    for i, (tc, sc) in enumerate(keys):
+        lo, hi = row[1 + 2 * i], row[2 + 2 * i]
+        if lo is None:  # no non-null key: an equality on it matches no target row
+            parts.append(InValues(tc, ()))
+        elif small:
+            values = [r[0] for r in spark.sql(f"SELECT DISTINCT CAST(s.{ident(sc)} AS STRING) FROM {relation} s "
+                                              f"WHERE s.{ident(sc)} IS NOT NULL").collect()]
+            parts.append(InValues(tc, tuple(values)))
+        else:
+            parts.append(And((Compare(tc, ">=", lo), Compare(tc, "<=", hi))))
+    return parts
+
+
+def _all(parts: list[Predicate]) -> Predicate | None:
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
 def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: str) -> Predicate | None:
     """What the target rows a MERGE can match must satisfy, for file pruning.
 
@@ -307,8 +349,6 @@ def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: 
     equality t.<col> = s.<col>, the source keys' range (their values too, when the source is small). A key pair is
     used only when both sides have the same type (or both are integers), so Spark compares them as the stats do.
     """
-    from .types import to_spark
-
     parts: list[Predicate] = []
     own = to_predicate(on, info.columns, ("t",))
     if own is not None:
@@ -326,105 +366,261 @@ def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: 
             a, b = b, a
         if (a[0] or "").lower() != "t" or (b[0] or "").lower() != "s":
             continue
-        col, src_type = target.get(a[1].lower()), src_types.get(b[1].lower())
-        if col is None or src_type is None or col.is_nested:
-            continue
-        t_type = to_spark(col).simpleString()
-        same = t_type == src_type or (t_type in _INTEGRAL and src_type in _INTEGRAL)
-        if same and src_type != "binary":  # a binary's STRING cast is not the stats' hex
-            keys.append((col.name, b[1]))
-    if keys:
-        aggs = ", ".join(f"CAST(min(s.{ident(sc)}) AS STRING), CAST(max(s.{ident(sc)}) AS STRING)" for _, sc in keys)
-        row = spark.sql(f"SELECT count(*), {aggs} FROM {source_view} s").collect()[0]
-        small = row[0] <= MAX_KEY_LIST
-        for i, (tc, sc) in enumerate(keys):
-            lo, hi = row[1 + 2 * i], row[2 + 2 * i]
-            if lo is None:  # no non-null key: an equality on it matches no target row
-                parts.append(InValues(tc, ()))
-                continue
-            if small:
-                values = [r[0] for r in spark.sql(f"SELECT DISTINCT CAST(s.{ident(sc)} AS STRING) FROM {source_view} s "
-                                                  f"WHERE s.{ident(sc)} IS NOT NULL").collect()]
-                parts.append(InValues(tc, tuple(values)))
-            else:
-                parts.append(And((Compare(tc, ">=", lo), Compare(tc, "<=", hi))))
-    if not parts:
+        col = target.get(a[1].lower())
+        if _comparable(col, src_types.get(b[1].lower())):
+            keys.append((col.name, b[1]))  # type: ignore[union-attr]
+    parts += key_bounds(spark, source_view, keys)
+    return _all(parts)
+
+
+def delete_predicate(spark: SparkSession, info: TableInfo, condition: str | None) -> Predicate | None:
+    """What the rows a DELETE removes must satisfy, for file pruning: the condition's terms on literals, and for a
+    term `col IN (SELECT ...)` or `(a, b) IN (SELECT ...)` (dbt's delete+insert), the subquery's values or range."""
+    if not condition:
         return None
-    return parts[0] if len(parts) == 1 else And(tuple(parts))
+    parts: list[Predicate] = []
+    own = to_predicate(condition, info.columns, (None, "t"))
+    if own is not None:
+        parts.append(own)
+    target = {c.name.lower(): c for c in info.columns}
+    try:
+        terms = conjuncts(condition)
+    except (ParseError, ValueError):
+        return _all(parts)
+    for term in map(unparen, terms):
+        query = term.args.get("query") if isinstance(term, exp.In) else None
+        if query is None:
+            continue
+        lhs = unparen(term.this)
+        refs = [column_ref(x) for x in (lhs.expressions if isinstance(lhs, exp.Tuple) else [lhs])]
+        if any(r is None or (r[0] or "t").lower() != "t" for r in refs):
+            continue
+        sub = (query.this if isinstance(query, exp.Subquery) else query).sql(dialect="spark")
+        aliases = [f"__k{i}" for i in range(len(refs))]
+        relation = f"(SELECT * FROM ({sub}) AS __q({', '.join(aliases)}))"
+        try:
+            types = [f.dataType.simpleString() for f in spark.sql(f"SELECT * FROM {relation}").schema.fields]
+        except Exception:  # noqa: BLE001 - a correlated or invalid subquery: Spark reports it when the DELETE runs
+            continue
+        keys = [(target[r[1].lower()].name, a) for r, a, t in zip(refs, aliases, types, strict=False)  # type: ignore[index]
+                if _comparable(target.get(r[1].lower()), t)]  # type: ignore[index]
+        parts += key_bounds(spark, relation, keys)
+    return _all(parts)
+
+
+@dataclass(frozen=True)
+class When:
+    """One WHEN clause of a MERGE: `when` is matched | not_matched | not_matched_by_source; `action` update | delete |
+    insert; `condition` the clause's AND condition (Spark SQL on t and s), None = always; `assignments` column -> Spark
+    SQL (None = every column from s, for update); `columns` the INSERT column list (empty = every column, by name)."""
+
+    when: str
+    action: str
+    condition: str | None = None
+    assignments: dict[str, str] | None = None
+    columns: tuple[str, ...] = ()
+
+
+def clauses_of(matched: str | None = None, matched_set: dict[str, str] | None = None, not_matched_insert: bool = False,
+               not_matched_by_source_delete: bool = False) -> list[When]:
+    """The clause list of the simple keyword form of merge_into."""
+    out = []
+    if matched:
+        out.append(When("matched", matched, None, matched_set))
+    if not_matched_insert:
+        out.append(When("not_matched", "insert"))
+    if not_matched_by_source_delete:
+        out.append(When("not_matched_by_source", "delete"))
+    return out
 
 
 def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, source: object, on: str, *,
                matched: str | None = None, matched_set: dict[str, str] | None = None,
                not_matched_insert: bool = False, not_matched_by_source_delete: bool = False,
-               author: str | None = None, commit_message: str | None = None,
+               clauses: list[When] | None = None, author: str | None = None, commit_message: str | None = None,
                commit_extra_info: str | None = None) -> Snapshot | None:
     """MERGE INTO schema.table AS t USING source AS s ON <on>, as one snapshot, merge-on-read.
 
-    matched: 'update' (SET from matched_set, or every column from s when None) or 'delete'; not_matched_insert
-    inserts source rows matching no target row (columns by name); not_matched_by_source_delete deletes target rows
-    no source row matches. Updated rows keep their row ids. Target files whose statistics exclude the ON terms or
-    the source's keys are not read. None when nothing changed.
+    Either the simple form: matched 'update' (SET from matched_set, or every column from s when None) or 'delete';
+    not_matched_insert inserts source rows matching no target row (columns by name); not_matched_by_source_delete
+    deletes target rows no source row matches. Or `clauses`: WHEN clauses in order, with conditions (the first whose
+    condition holds applies, as in SQL). Updated rows keep their row ids. Target files whose statistics exclude the ON
+    terms or the source's keys are not read. None when nothing changed.
 
     Raises:
         MergeCardinalityError: a target row is matched by several source rows (nothing is committed).
         CommitConflictError: another writer changed the same files (or the table) meanwhile.
     """
+    whens = clauses if clauses is not None else clauses_of(matched, matched_set, not_matched_insert,
+                                                           not_matched_by_source_delete)
     return _run(lake, _prov(author, commit_message, commit_extra_info),
-                lambda tx: stage_merge(spark, tx, schema, table, source, on, matched=matched, matched_set=matched_set,
-                                       not_matched_insert=not_matched_insert,
-                                       not_matched_by_source_delete=not_matched_by_source_delete))
+                lambda tx: stage_merge(spark, tx, schema, table, source, on, whens))
 
 
-def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str, *,
-                matched: str | None = None, matched_set: dict[str, str] | None = None,
-                not_matched_insert: bool = False, not_matched_by_source_delete: bool = False) -> Staged:
-    """Stage MERGE INTO schema.table in tx (see merge_into)."""
+def evolved_columns(tx: Transaction, schema: str, table: str) -> tuple[TableInfo, TableInfo, dict[str, str]]:
+    """The table as committed (rows are read with it) and as this transaction has it (rows are written with it: an
+    ALTER staged before the DML adds, drops, renames or widens columns), and for each staged column the Spark SQL
+    giving its value from a committed row `t` (NULL for an added column)."""
+    from .types import to_spark
+
+    base, now = tx.base.table(schema, table), tx.table(schema, table)
+    by_id = {c.column_id: c for c in base.columns}
+    out = {}
+    for c in now.columns:
+        old = by_id.get(c.column_id)
+        spark_type = to_spark(c).simpleString()
+        if old is None:
+            out[c.name] = f"CAST(NULL AS {spark_type})"
+        elif old.type != c.type:
+            out[c.name] = f"CAST(t.{ident(old.name)} AS {spark_type})"
+        else:
+            out[c.name] = f"t.{ident(old.name)}"
+    return base, now, out
+
+
+def _first(conds: list[str | None]) -> str:
+    """CASE giving the index of the first clause whose condition holds (-1: none)."""
+    if not conds:
+        return "-1"
+    return "CASE " + " ".join(f"WHEN coalesce(({c or 'true'}), false) THEN {i}" for i, c in enumerate(conds)) + \
+        " ELSE -1 END"
+
+
+def _values(clauses: list[When], idx: str, cols: list[str], default: dict[str, str], source: bool) -> list[str]:
+    """Each column's new value: per clause (idx: the SQL giving the index of the clause that applies), its assignment
+    (or s.col for SET * / INSERT), else default."""
+    out = []
+    for c in cols:
+        cases = []
+        for i, w in enumerate(clauses):
+            if w.action == "delete":
+                continue
+            if w.action == "insert":
+                listed = {x.lower() for x in w.columns}
+                if not listed or c.lower() in listed:
+                    cases.append((i, f"s.{ident(c)}"))
+                continue
+            sets = {k.lower(): v for k, v in (w.assignments or {}).items()} if w.assignments is not None else None
+            if sets is None and source:
+                cases.append((i, f"s.{ident(c)}"))
+            elif sets is not None and c.lower() in sets:
+                cases.append((i, f"({sets[c.lower()]})"))
+        base = default.get(c, "NULL")
+        if not cases:
+            out.append(f"{base} AS {ident(c)}")
+        elif len(cases) == 1 and len([w for w in clauses if w.action != "delete"]) == 1:
+            out.append(f"{cases[0][1]} AS {ident(c)}")
+        else:
+            out.append("CASE " + " ".join(f"WHEN ({idx}) = {i} THEN {e}" for i, e in cases) + f" ELSE {base} END AS "
+                       + ident(c))
+    return out
+
+
+def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
+                clauses: list[When]) -> Staged:
+    """Stage MERGE INTO schema.table in tx (see merge_into).
+
+    The source is materialized once (its query runs once, and its rows cannot differ between the passes), the target
+    is joined with it once, and only the matched rows are kept for the update, delete and insert passes.
+    """
+    from pyspark import StorageLevel
+
     from .write import write_files
 
-    info = tx.base.table(schema, table)
-    src_view = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
-    source.createOrReplaceTempView(src_view)  # type: ignore[attr-defined]
-    table_dir = tx.base.table_path(info)
+    for w in clauses:
+        if (w.when, w.action) not in {("matched", "update"), ("matched", "delete"), ("not_matched", "insert"),
+                                      ("not_matched_by_source", "update"), ("not_matched_by_source", "delete")}:
+            raise ValueError(f"MERGE INTO {schema}.{table}: WHEN {w.when.replace('_', ' ').upper()} THEN "
+                             f"{w.action.upper()} is not a valid clause")
+    base, info, from_t = evolved_columns(tx, schema, table)
+    cols = [c.name for c in info.columns]
+    matched = [w for w in clauses if w.when == "matched"]
+    inserts = [w for w in clauses if w.when == "not_matched"]
+    by_source = [w for w in clauses if w.when == "not_matched_by_source"]
+    tag = uuid.uuid4().hex[:12]
+    src_view, hit_view = f"__ducklake_merge_source_{tag}", f"__ducklake_merge_hits_{tag}"
+    src = source.withColumn("__src_row", F.monotonically_increasing_id())  # type: ignore[attr-defined]
+    src = src.persist(StorageLevel.MEMORY_AND_DISK)
+    src.createOrReplaceTempView(src_view)
+    table_dir = tx.table_path(info)
     done = Staged(table_dir=table_dir)
+    hits_df = None
     try:
         with _removed_on_error(done):
-            # every target row counts when unmatched target rows are deleted; otherwise only files that can match
-            prune_by = None if not_matched_by_source_delete else merge_predicate(spark, src_view, info, on)
-            target_sql = _target_rows_sql(tx.base, info, prune_by) or (
+            src.count()  # materialize now: the passes below read the same rows
+            # every target row counts when unmatched target rows change; otherwise only files that can match
+            prune_by = None if by_source else merge_predicate(spark, src_view, base, on)
+            target_sql = _target_rows_sql(tx.base, base, prune_by) or (
                 "SELECT CAST(NULL AS BIGINT) AS __file, CAST(NULL AS BIGINT) AS __pos, CAST(NULL AS BIGINT) AS __rowid, "
-                + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns) + " WHERE false")
+                + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in base.columns) + " WHERE false")
             target = f"({target_sql})"
-            cols = [c.name for c in info.columns]
-            if matched:
-                dup = spark.sql(f"SELECT t.__rowid FROM {target} t JOIN {src_view} s ON ({on}) "
-                                "GROUP BY t.__file, t.__pos, t.__rowid HAVING count(*) > 1 LIMIT 1").collect()
-                if dup:
-                    raise MergeCardinalityError(
-                        f"MERGE into {schema}.{table}: several source rows match the target row with rowid {dup[0][0]}; "
-                        "each target row may be matched by at most one source row (nothing was changed)")
             deletes: list[tuple[int, int, int]] = []
-            if matched == "delete":
-                deletes += [tuple(r) for r in spark.sql(
-                    f"SELECT DISTINCT t.__file, t.__pos, t.__rowid FROM {target} t JOIN {src_view} s ON ({on})").collect()]
-            elif matched == "update":
-                sets = matched_set or {c: f"s.{ident(c)}" for c in cols}
-                exprs = ", ".join(f"({sets[c]}) AS {ident(c)}" if c in sets else f"t.{ident(c)}" for c in cols)
-                upd = spark.sql(f"SELECT t.__file, t.__pos, t.__rowid, {exprs} FROM {target} t "
-                                f"JOIN {src_view} s ON ({on})")
-                hits = [tuple(r) for r in upd.select("__file", "__pos", "__rowid").collect()]
-                if hits:
-                    deletes += hits
-                    done.files += write_files(spark, upd.drop("__file", "__pos"), info, table_dir, row_ids="__rowid")
-            if not_matched_insert:
-                ins = spark.sql(f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN {target} t ON ({on})")
-                done.files += write_files(spark, ins.select(*[ident(c) for c in cols]), info, table_dir)
-            if not_matched_by_source_delete:
-                deletes += [tuple(r) for r in spark.sql(
-                    f"SELECT t.__file, t.__pos, t.__rowid FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on})").collect()]
-            _stage_deletes(tx, info, deletes)
+            matched_rows = None
+            if matched or inserts:
+                idx = _first([w.condition for w in matched])
+                new = _values(matched, idx, cols, from_t, source=True) if matched else []
+                hits_df = spark.sql(
+                    f"SELECT t.__file, t.__pos, t.__rowid, s.__src_row, {idx} AS __clause"
+                    f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})"
+                    ).persist(StorageLevel.MEMORY_AND_DISK)
+                hits_df.createOrReplaceTempView(hit_view)
+                if matched:
+                    dup = spark.sql(f"SELECT __rowid FROM {hit_view} GROUP BY __file, __pos, __rowid "
+                                    "HAVING count(*) > 1 LIMIT 1").collect()
+                    if dup:
+                        raise MergeCardinalityError(
+                            f"MERGE into {schema}.{table}: several source rows match the target row with rowid "
+                            f"{dup[0][0]}; each target row may be matched by at most one source row (nothing was "
+                            "changed)")
+                    gone = [i for i, w in enumerate(matched) if w.action == "delete"]
+                    upd = [i for i, w in enumerate(matched) if w.action == "update"]
+                    if gone:
+                        deletes += [tuple(r) for r in spark.sql(
+                            f"SELECT __file, __pos, __rowid FROM {hit_view} WHERE __clause IN "
+                            f"({', '.join(map(str, gone))})").collect()]
+                    if upd:
+                        rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
+                        got = [tuple(r) for r in rows.select("__file", "__pos", "__rowid").collect()]
+                        if got:
+                            deletes += got
+                            done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
+                                                      table_dir, row_ids="__rowid")
+                matched_rows = f"(SELECT DISTINCT __src_row FROM {hit_view})"
+            if inserts:
+                idx = _first([w.condition for w in inserts])
+                vals = _values(inserts, idx, cols, {}, source=True)
+                ins = spark.sql(f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
+                                f"ON s.__src_row = m.__src_row WHERE ({idx}) >= 0")
+                done.files += write_files(spark, ins, info, table_dir)
+            if by_source:
+                idx = _first([w.condition for w in by_source])
+                new = _values(by_source, idx, cols, from_t, source=False)
+                rest = spark.sql(f"SELECT t.__file, t.__pos, t.__rowid, {idx} AS __clause, {', '.join(new)} "
+                                 f"FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on}) WHERE ({idx}) >= 0"
+                                 ).persist(StorageLevel.MEMORY_AND_DISK)
+                try:
+                    gone = [i for i, w in enumerate(by_source) if w.action == "delete"]
+                    upd = [i for i, w in enumerate(by_source) if w.action == "update"]
+                    if gone:
+                        deletes += [tuple(r) for r in rest.where(F.col("__clause").isin(gone))
+                                    .select("__file", "__pos", "__rowid").collect()]
+                    if upd:
+                        rows = rest.where(F.col("__clause").isin(upd))
+                        got = [tuple(r) for r in rows.select("__file", "__pos", "__rowid").collect()]
+                        if got:
+                            deletes += got
+                            done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]),
+                                                      info, table_dir, row_ids="__rowid")
+                finally:
+                    rest.unpersist()
+            _stage_deletes(tx, base, deletes)
             if done.files:
                 tx.add_data_files(info.schema_name, info.name, done.files)
             done.changed = bool(deletes or done.files)
             return done
     finally:
         spark.catalog.dropTempView(src_view)
+        spark.catalog.dropTempView(hit_view)
+        if hits_df is not None:
+            hits_df.unpersist()
+        src.unpersist()

@@ -46,18 +46,18 @@ def to_predicate(condition: str | None, columns: Sequence[Column], qualifiers: S
 def conjuncts(condition: str) -> list[exp.Expression]:
     """The top-level AND terms of a condition (one term when it is not an AND)."""
     tree = sqlglot.parse_one(condition, read="spark")
-    return list(tree.flatten()) if isinstance(tree, exp.And) else [_unparen(tree)]
+    return list(tree.flatten()) if isinstance(tree, exp.And) else [unparen(tree)]
 
 
 def column_ref(node: exp.Expression) -> tuple[str | None, str] | None:
     """(qualifier, column name) when the node is a column reference."""
-    node = _unparen(node)
+    node = unparen(node)
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
         return (node.table or None), node.name
     return None
 
 
-def _unparen(node: exp.Expression) -> exp.Expression:
+def unparen(node: exp.Expression) -> exp.Expression:
     while isinstance(node, exp.Paren):
         node = node.this
     return node
@@ -69,7 +69,7 @@ class _Translator:
         self.qualifiers = qualifiers
 
     def translate(self, node: exp.Expression) -> Predicate | None:
-        node = _unparen(node)
+        node = unparen(node)
         if isinstance(node, exp.And):
             parts = [p for p in (self.translate(x) for x in node.flatten()) if p is not None]
             return None if not parts else parts[0] if len(parts) == 1 else And(tuple(parts))
@@ -77,7 +77,7 @@ class _Translator:
             alts = [self.translate(x) for x in node.flatten()]
             return None if any(a is None for a in alts) else Or(tuple(a for a in alts if a is not None))
         if isinstance(node, exp.Not):
-            inner = _unparen(node.this)
+            inner = unparen(node.this)
             if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
                 col = self._column(inner.this)
                 return IsNull(col.name, negated=True) if col else None
@@ -124,16 +124,16 @@ class _Translator:
         if col is None or node is None:
             return None
         t = parse_type(col.type)
-        node = _unparen(node)
+        node = unparen(node)
         if isinstance(node, (exp.Cast, exp.TryCast)):
             if node.to.this not in _TEMPORAL_CASTS or t not in _TEMPORAL:
                 return None
-            node = _unparen(node.this)
+            node = unparen(node.this)
             if not (isinstance(node, exp.Literal) and node.is_string):
                 return None
         negative = isinstance(node, exp.Neg)
         if negative:
-            node = _unparen(node.this)
+            node = unparen(node.this)
         if isinstance(node, exp.Boolean):
             return ("true" if node.this else "false") if t == "boolean" and not negative else None
         if not isinstance(node, exp.Literal):

@@ -143,10 +143,10 @@ class LakeWork:
         self._touch(schema, table)
         return self._keep(dml.stage_update(self.spark, self.tx, schema, table, assignments, condition))
 
-    def merge(self, schema: str, table: str, source: DataFrame, on: str, **kw: object) -> bool:
+    def merge(self, schema: str, table: str, source: DataFrame, on: str, clauses: list[dml.When]) -> bool:
         self._reads_base("MERGE", schema, table)
         self._touch(schema, table)
-        return self._keep(dml.stage_merge(self.spark, self.tx, schema, table, source, on, **kw))  # type: ignore[arg-type]
+        return self._keep(dml.stage_merge(self.spark, self.tx, schema, table, source, on, clauses))
 
     def truncate(self, schema: str, table: str) -> bool:
         self._touch(schema, table)
