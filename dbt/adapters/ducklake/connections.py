@@ -79,8 +79,10 @@ class DuckLakeHandle:
         node = get_node_info() or {}
         uid = node.get("unique_id")
         message = f"{uid}: {'; '.join(operations)}" if uid else "; ".join(operations)
+        cursors = self.runtime.cursors.stage(work, uid)  # change-feed cursors commit with the model's rows
         work.commit(author=self.creds.author or _user(), commit_message=message,
                     commit_extra_info=json.dumps(provenance(node)))
+        self.runtime.cursors.done(cursors)
         self.runtime.names.refresh(work.touched)
 
     def close(self) -> None:

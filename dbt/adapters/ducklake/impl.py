@@ -15,10 +15,11 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
+from dbt_common.events.contextvars import get_node_info
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from .apply import partition_fields
-from .change_feed import CHANGE_TYPE_COLUMN
+from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
@@ -217,6 +218,29 @@ class DuckLakeAdapter(SparkAdapter):
     def change_type_column(self) -> str:
         """The column ducklake_changes() adds to an upstream's rows: insert | update_postimage | delete."""
         return CHANGE_TYPE_COLUMN
+
+    @available
+    def ducklake_changes_sql(self, upstream: BaseRelation, target: BaseRelation, incremental: bool,
+                             unique_key: Any = None) -> str:
+        """The Spark SQL of ducklake_changes(): an upstream's rows changed since the model last consumed it."""
+        if not upstream.schema or not upstream.identifier:
+            raise DbtRuntimeError(f"ducklake_changes() needs a DuckLake table (a ref or source), got {upstream}")
+        keys = [unique_key] if isinstance(unique_key, str) else list(unique_key or [])
+        rt = self._handle().runtime
+        node = (get_node_info() or {}).get("unique_id")
+        try:
+            return changes_query(rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
+                                 ((target.schema or "").lower(), (target.identifier or "").lower()), node,
+                                 bool(incremental), [k for k in keys if k])
+        except ChangeFeedError as e:
+            raise DbtRuntimeError(str(e)) from e
+
+    @available
+    def change_feed_needs_rebuild(self, target: BaseRelation) -> bool:
+        """Whether a ducklake_changes() of this model found no usable cursor on an incremental run (an upstream
+        replaced, or its consumed snapshot expired): the model is then rebuilt from the upstream's current rows."""
+        return self._handle().runtime.cursors.needs_rebuild(((target.schema or "").lower(),
+                                                             (target.identifier or "").lower()))
 
     @available
     def query_columns(self, sql: str) -> list[str]:

@@ -13,10 +13,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
+from .change_feed import Cursors
 from .credentials import DuckLakeCredentials
 from .lake.catalog_url import parse_catalog
 from .lake.lake import DuckLake
@@ -30,6 +31,7 @@ class Runtime:
     spark: SparkSession
     lake: DuckLake
     names: LakeNames
+    cursors: Cursors = field(default_factory=Cursors)  # change-feed cursors waiting for their model's commit
 
 
 _LOCK = threading.Lock()

@@ -17,7 +17,9 @@
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 
-  {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+  {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh()
+                     or adapter.change_feed_needs_rebuild(this) -%}
+  {%- if rebuild -%}
     {%- set compiled = ducklake_without_change_type(compiled_code) -%}
     {% call statement('main') -%}
       {{ create_table_as(False, target_relation, compiled) }}
@@ -26,36 +28,53 @@
     {% call statement('create_tmp_relation') -%}
       {{ create_table_as(True, tmp_relation, compiled_code) }}
     {%- endcall %}
-    {%- set dest_columns = process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {%- set change_type = adapter.change_type_column() -%}
+    {%- set tmp_columns = adapter.get_columns_in_relation(tmp_relation) -%}
+    {%- set has_change_type = change_type in (tmp_columns | map(attribute='name') | list) -%}
+    {%- set data_relation = tmp_relation -%}
+    {%- if has_change_type -%}
+      {#- the model's columns without the change type, for the schema comparison -#}
+      {%- set data_relation = ducklake_tmp_relation(this, '__dbt_tmp_data') -%}
+      {% call statement('create_tmp_data_relation') -%}
+        create or replace temporary view {{ data_relation }} as
+        select {% for c in tmp_columns if c.name != change_type %}{{ c.quoted }}{{ ', ' if not loop.last }}{% endfor %}
+        from {{ tmp_relation }}
+      {%- endcall %}
+    {%- endif -%}
+    {%- set dest_columns = process_schema_changes(on_schema_change, data_relation, existing_relation) -%}
     {%- if not dest_columns -%}
       {%- set dest_columns = adapter.get_columns_in_relation(existing_relation) -%}
     {%- endif -%}
-    {%- set dest_columns = dest_columns | rejectattr('name', 'equalto', adapter.change_type_column()) | list -%}
     {%- set strategy_arg_dict = ({
         'target_relation': target_relation,
         'temp_relation': tmp_relation,
         'unique_key': unique_key,
-        'dest_columns': dest_columns,
+        'dest_columns': dest_columns | rejectattr('name', 'equalto', change_type) | list,
         'incremental_predicates': incremental_predicates,
-        'has_change_type': adapter.change_type_column() in (adapter.get_columns_in_relation(tmp_relation) | map(attribute='name') | list),
+        'has_change_type': has_change_type,
     }) -%}
     {% call statement('main') -%}
       {{ strategy_sql_macro_func(strategy_arg_dict) }}
     {%- endcall %}
   {%- endif %}
   {{ ducklake_finish(target_relation) }}
-  {%- if existing_relation is not none and not existing_relation.is_view and not should_full_refresh() -%}
+  {%- if not rebuild -%}
     {% call statement('drop_tmp_relation') -%}
       drop view if exists {{ tmp_relation }}
     {%- endcall %}
+    {%- if has_change_type -%}
+      {% call statement('drop_tmp_data_relation') -%}
+        drop view if exists {{ data_relation }}
+      {%- endcall %}
+    {%- endif -%}
   {%- endif -%}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
 
 {#- The temporary Spark view of a run's rows: unique per schema and model (one Spark session serves every thread). -#}
-{% macro ducklake_tmp_relation(relation) -%}
-  {{ return(relation.incorporate(path={"identifier": relation.schema ~ '__' ~ relation.identifier ~ '__dbt_tmp'},
+{% macro ducklake_tmp_relation(relation, suffix='__dbt_tmp') -%}
+  {{ return(relation.incorporate(path={"identifier": relation.schema ~ '__' ~ relation.identifier ~ suffix},
                                  type='view').include(database=false, schema=false)) }}
 {%- endmacro %}
 
@@ -155,6 +174,7 @@
   insert overwrite table {{ arg_dict['target_relation'] }}
   {%- if partition_by %} partition ({{ adapter.partition_source_columns(partition_by) | join(', ') }}){% endif %}
   select {{ cols }} from {{ arg_dict['temp_relation'] }}
+  {%- if arg_dict['has_change_type'] %} where {{ adapter.change_type_column() }} <> 'delete'{% endif %}
 {%- endmacro %}
 
 
