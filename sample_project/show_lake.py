@@ -20,6 +20,7 @@ for sql in [
     "SELECT * FROM lake.main.customers ORDER BY revenue DESC",
     "SELECT count(*) AS orders, sum(amount) AS amount FROM lake.main.order_log",
     "SELECT * FROM lake.main.stg_customers ORDER BY customer_id LIMIT 3",
+    "SELECT * FROM lake.main.customer_directory WHERE id IN (1, 2, 99) ORDER BY id",
     "SELECT snapshot_id, author, commit_message FROM lake.snapshots() ORDER BY snapshot_id",
 ]:
     print(f"\n{sql}")
