@@ -30,7 +30,7 @@ Key = tuple[str, str]  # (schema, table), lower case
 _ROW_CHANGES = ("inserted_into_table", "deleted_from_table", "altered_table", "inlined_insert", "inlined_delete")
 
 
-def _changes_rows(changes_made: str | None, table_id: int) -> bool:
+def changes_rows(changes_made: str | None, table_id: int) -> bool:
     parsed = parse_changes(changes_made or "")
     return any(parsed.has(kind, table_id) for kind in _ROW_CHANGES)
 
@@ -116,7 +116,7 @@ def changes_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, 
             if table_id == str(info.table_id) and snap.isdigit() and int(snap) <= current and \
                     any(s.snapshot_id == int(snap) for s in snaps):
                 start = int(snap) + 1
-                if not any(start <= s.snapshot_id <= current and _changes_rows(s.changes_made, info.table_id)
+                if not any(start <= s.snapshot_id <= current and changes_rows(s.changes_made, info.table_id)
                            for s in snaps):
                     start, value = current + 1, cursor  # nothing new: the cursor stays (no snapshot for it)
     cursors.note(target, node, tag, value, rebuild=incremental and start is None)

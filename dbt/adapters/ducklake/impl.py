@@ -18,6 +18,7 @@ from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
+from . import time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
@@ -233,6 +234,22 @@ class DuckLakeAdapter(SparkAdapter):
                                  ((target.schema or "").lower(), (target.identifier or "").lower()), node,
                                  bool(incremental), [k for k in keys if k])
         except ChangeFeedError as e:
+            raise DbtRuntimeError(str(e)) from e
+
+    @available
+    def ducklake_at(self, relation: BaseRelation, version: Any = None, timestamp: Any = None,
+                    changes_back: Any = None) -> str | None:
+        """The Spark name of a DuckLake table as of a snapshot version, a time, or N changes back (None when the
+        table has no such earlier version: it is younger than that)."""
+        if not relation.schema or not relation.identifier:
+            raise DbtRuntimeError(f"time travel needs a DuckLake table (a ref or source), got {relation}")
+        rt = self._handle().runtime
+        try:
+            snap = time_travel.resolve(rt.lake, relation.schema, relation.identifier, version, timestamp, changes_back)
+            if snap is None:
+                return None
+            return time_travel.relation_at(rt.spark, rt.lake, relation.schema, relation.identifier, snap)
+        except (time_travel.TimeTravelError, ValueError) as e:
             raise DbtRuntimeError(str(e)) from e
 
     @available
