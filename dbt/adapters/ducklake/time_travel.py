@@ -11,6 +11,7 @@ import datetime as dt
 from pyspark.sql import SparkSession
 
 from .change_feed import changes_rows
+from .lake.conflicts import parse_changes
 from .lake.errors import DuckLakeError, NoSuchSnapshotError, NoSuchTableError
 from .lake.lake import DuckLake
 from .lake.state import ci_lookup
@@ -22,14 +23,23 @@ class TimeTravelError(DuckLakeError):
 
 
 def table_versions(lake: DuckLake, schema: str, table: str) -> list[int]:
-    """The snapshots that made versions of the table as it is now: its creation, then every change of its rows or
-    columns (compaction and inlined-data flushes make no new version)."""
+    """The snapshots that made versions of the table under this name: each creation (a full refresh replaces the
+    table: its earlier incarnation is still its history, as DuckDB's AT (VERSION => n) reads it by name), then every
+    change of rows or columns (compaction and inlined-data flushes make no new version)."""
     info = ci_lookup(lake.snapshot().tables, (schema, table))
     if info is None:
         raise TimeTravelError(f"{schema}.{table} is not a DuckLake table")
-    return [s.snapshot_id for s in lake.snapshots()
-            if s.snapshot_id == info.begin_snapshot or (s.snapshot_id > info.begin_snapshot
-                                                       and changes_rows(s.changes_made, info.table_id))]
+    snaps = lake.snapshots()
+    key = (schema.lower(), table.lower())
+    created = {s.snapshot_id for s in snaps
+               if any(tuple(p.lower() for p in n) == key for n in parse_changes(s.changes_made or "").names.get(
+                   "created_table", set()))} | {info.begin_snapshot}
+    ids = {info.table_id}
+    for c in created - {info.begin_snapshot}:
+        earlier = ci_lookup(lake.snapshot(c).tables, (schema, table))
+        if earlier is not None:
+            ids.add(earlier.table_id)
+    return sorted(created | {s.snapshot_id for s in snaps if any(changes_rows(s.changes_made, i) for i in ids)})
 
 
 def resolve(lake: DuckLake, schema: str, table: str, version: int | None = None,
