@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dbt.adapters.ducklake.lake.datafiles import read_footer
 from dbt.adapters.ducklake.lake.errors import InvalidDataFileError
 from dbt.adapters.ducklake.lake.records import Column, ColumnStats, TableColumnStats
 from dbt.adapters.ducklake.lake.stats import file_column_stats, footer_size, merge_table_column_stats
@@ -269,6 +270,21 @@ def test_footer_size(lake, tmp_path):
             assert f.tell() == 3
     with pytest.raises(InvalidDataFileError):
         footer_size(io.BytesIO(b"not a parquet file"))
+
+
+def test_read_footer_gives_duckdb_sizes_from_one_parse(lake, tmp_path):
+    lake.execute("CREATE TABLE lake.t (i INT, s VARCHAR)")
+    lake.execute("INSERT INTO lake.t VALUES (1, 'a'), (2, NULL)")
+    for _, path, footer in data_files(lake, "t", tmp_path):
+        got = read_footer(str(path))
+        assert (got.footer_size, got.file_size) == (footer, path.stat().st_size)
+        assert got.metadata.num_rows == 2 and got.metadata.created_by.startswith("DuckDB")
+        assert got.schema.names == pq.ParquetFile(path).schema_arrow.names
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 truncated")
+    for path in (bad, tmp_path / "missing.parquet"):
+        with pytest.raises(InvalidDataFileError):
+            read_footer(str(path))
 
 
 # ------------------------------------------------------------------------------- files of other writers

@@ -465,7 +465,7 @@ class CatalogBuilder:
             "INSERT INTO {p}ducklake_snapshot_changes VALUES (:sid, :c, :a, :m, :x)",
             {"sid": self.snapshot_id, "c": self.changes.render(), "a": author, "m": message, "x": extra},
         ))
-        return out
+        return coalesce(out)
 
     def inlined_table_statements(self) -> list[tuple[str, Any]]:
         """An empty inlined-data table for every table this commit creates or alters, as the reference makes them.
@@ -582,6 +582,29 @@ class CatalogBuilder:
 
     def column_type(self, table_id: int, column_id: int) -> str:
         return self.table_by_id(table_id).column_by_id(column_id).type
+
+
+def coalesce(statements: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Adjacent runs of one statement (e.g. a delete-file row per DeleteRows) merged into one many-row statement.
+
+    The same rows in the same order: a many-row statement runs as its rows one after the other, but it is one call,
+    which a DuckDB catalog turns into one INSERT from Arrow (catalog.execute).
+    """
+    out: list[tuple[str, Any]] = []
+    for sql, params in statements:
+        rows = _param_rows(params)
+        prev = _param_rows(out[-1][1]) if out and out[-1][0] == sql else None
+        if rows and prev:
+            out[-1] = (sql, prev + rows)
+        else:
+            out.append((sql, params))
+    return out
+
+
+def _param_rows(params: Any) -> list[dict[str, Any]] | None:
+    if isinstance(params, dict):
+        return [params]
+    return list(params) if isinstance(params, list) else None
 
 
 def assign_column_ids(columns: Sequence[Column], first: int) -> tuple[Column, ...]:

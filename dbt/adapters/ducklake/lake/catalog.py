@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
+from .arrow_insert import insert_from_arrow
 from .catalog_url import CatalogLocation
 from .dialect import Dialect, dialect_for
 from .errors import CatalogConnectionError
@@ -21,6 +22,8 @@ from .errors import CatalogConnectionError
 DUCKDB_LOCK_WAIT_SECONDS = 30.0
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
+# From this many rows a DuckDB-catalog INSERT goes through Arrow instead of executemany (see arrow_insert)
+ARROW_INSERT_MIN_ROWS = 2
 
 
 _FILE_LOCKS: dict[str, threading.RLock] = {}
@@ -189,6 +192,9 @@ class CatalogDB:
 
     def execute(self, conn: Connection, sql: str, params: Any = None) -> None:
         """Run one catalog statement (params may be a list of dicts for executemany)."""
+        if (self.location.backend == "duckdb" and isinstance(params, list) and len(params) >= ARROW_INSERT_MIN_ROWS
+                and insert_from_arrow(conn, self.prefix, sql, params)):
+            return  # DuckDB's executemany runs row by row: many-row INSERTs go through Arrow (see arrow_insert)
         conn.execute(sa.text(sql.replace("{p}", self.prefix)), params if params is not None else {})
 
 

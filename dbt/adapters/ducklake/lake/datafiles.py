@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, footer_size
+from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from .errors import InvalidDataFileError
 from .paths import to_local
 from .records import Column, ColumnStats
@@ -30,6 +29,34 @@ class DataFileSpec:
     name_mapping: tuple[tuple[str, int, int | None, bool], ...] | None = None
 
 
+@dataclass(frozen=True)
+class ParquetFooter:
+    """What registering a file needs from it, read with one open and one footer parse."""
+
+    metadata: pq.FileMetaData
+    schema: pa.Schema  # the file's Arrow schema, as pq.ParquetFile gives it
+    file_size: int
+    footer_size: int  # the footer length stored before the trailing 'PAR1'
+
+
+def read_footer(path: str) -> ParquetFooter:
+    """Parse a Parquet file's footer once; its size and footer length come from the same open file.
+
+    Raises:
+        InvalidDataFileError: the file cannot be read as Parquet.
+    """
+    try:
+        with pa.OSFile(to_local(path)) as f:
+            size = f.size()
+            tail = f.read_at(8, size - 8) if size >= 8 else b""
+            if tail[4:] != b"PAR1":
+                raise ValueError("no PAR1 magic at the end")
+            pf = pq.ParquetFile(f)
+            return ParquetFooter(pf.metadata, pf.schema_arrow, size, int.from_bytes(tail[:4], "little"))
+    except Exception as e:  # pyarrow raises several error types for a bad file
+        raise InvalidDataFileError(f"{path} is not a readable Parquet file: {e}") from e
+
+
 def describe_parquet(
     path: str,
     columns: Sequence[Column],
@@ -37,26 +64,25 @@ def describe_parquet(
     partition_values: Sequence[str | None] = (),
     by: str = "field_id",
     contains_nan: dict[int, bool] | None = None,
+    footer: ParquetFooter | None = None,
 ) -> DataFileSpec:
     """Read a Parquet footer and describe the file for registration: counts, sizes, per-leaf stats.
 
     contains_nan: what the writer knows of NaNs per float column id (a footer cannot tell; unknown means "maybe").
+    footer: the file's footer if the caller has read it already (read_footer), so it is not parsed twice.
 
     Raises:
         InvalidDataFileError: the file is not Parquet, or its columns cannot be mapped to the table's.
     """
     from .stats import file_column_stats
 
-    local = to_local(path)
-    try:
-        pf = pq.ParquetFile(local)
-    except Exception as e:  # pyarrow raises several error types for a bad file
-        raise InvalidDataFileError(f"{path} is not a readable Parquet file: {e}") from e
-    meta = pf.metadata
-    names = set(pf.schema_arrow.names)
+    if footer is None:
+        footer = read_footer(path)
+    meta = footer.metadata
+    names = set(footer.schema.names)
     if by == "field_id":
         missing_ids = [
-            f.name for f in pf.schema_arrow
+            f.name for f in footer.schema
             if f.name not in (ROW_ID_COLUMN, SNAPSHOT_COLUMN) and (not f.metadata or b"PARQUET:field_id" not in f.metadata)
         ]
         if missing_ids:
@@ -64,13 +90,13 @@ def describe_parquet(
                 f"{path}: columns {missing_ids} carry no Parquet field id; write field ids or register with a name mapping"
             )
     stats = tuple(file_column_stats(meta, columns, by=by, contains_nan=contains_nan))
-    mapping = name_mapping_for(pf.schema_arrow, columns) if by == "name" else None
+    mapping = name_mapping_for(footer.schema, columns) if by == "name" else None
 
     return DataFileSpec(
         path=path,
         record_count=meta.num_rows,
-        file_size_bytes=os.path.getsize(local),
-        footer_size=footer_size(local),
+        file_size_bytes=footer.file_size,
+        footer_size=footer.footer_size,
         stats=stats,
         partition_values=tuple(partition_values),
         has_row_ids=ROW_ID_COLUMN in names,

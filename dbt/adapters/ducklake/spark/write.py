@@ -35,7 +35,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake.datafiles import DataFileSpec, describe_parquet
+from ..lake.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import CommitStateUnknownError, DuckLakeError, InvalidDataFileError, UnsupportedTypeError
 from ..lake.lake import DuckLake
@@ -570,21 +570,21 @@ def _single_value(path: str, column: str) -> object:
 def _describe(path: str, table: TableInfo, keys: list[_Key], texts: list[str | None], by: str) -> DataFileSpec | None:
     """The file's spec (None if it has no rows: Spark writes an empty file for an empty DataFrame)."""
     values = [k.value(t, path) for k, t in zip(keys, texts, strict=True)]
-    spec = describe_parquet(path, table.columns, partition_values=values, by=by)
+    # one open and footer parse per file: stats, sizes, footer length and the writer's name all come from it
+    footer = read_footer(path)
+    spec = describe_parquet(path, table.columns, partition_values=values, by=by, footer=footer)
     if spec.record_count == 0:
         os.remove(path)
         return None
-    return _known_nans(spec, path, table)
+    return _known_nans(spec, footer.metadata.created_by, table)
 
 
-def _known_nans(spec: DataFileSpec, path: str, table: TableInfo) -> DataFileSpec:
+def _known_nans(spec: DataFileSpec, created_by: str | None, table: TableInfo) -> DataFileSpec:
     """contains_nan=False for float leaves whose every chunk has non-NaN bounds (exact for parquet-mr, see module)."""
-    import pyarrow.parquet as pq
-
     floats = {c.column_id for c in table.all_columns() if parse_type(c.type) in ("float32", "float64")}
     if not floats or not any(s.column_id in floats and s.contains_nan for s in spec.stats):
         return spec
-    if not (pq.ParquetFile(to_local(path)).metadata.created_by or "").startswith("parquet-mr"):
+    if not (created_by or "").startswith("parquet-mr"):
         return spec
     stats = tuple(
         dataclasses.replace(s, contains_nan=False)
