@@ -8,6 +8,7 @@ was (the next run re-reads the same changes) and a successful one moves it past 
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from dataclasses import dataclass, field
 
@@ -88,6 +89,64 @@ class Cursors:
         with self._lock:
             for t in targets:
                 self._pending.pop(t, None)
+
+
+SNAPSHOT_COLUMN = "_ducklake_snapshot_id"  # replay rows: the DuckLake snapshot of the change
+COMMIT_TIME_COLUMN = "_ducklake_commit_time"  # replay rows: that snapshot's commit time (UTC)
+
+
+def _cursor_start(lake: DuckLake, state: object, info: object, target: Key, tag: str) -> tuple[int | None, str | None]:
+    """(first snapshot to read, the cursor) from the target's cursor tag; (None, None) when it has no usable one."""
+    mine = ci_lookup(state.tables, target)  # type: ignore[attr-defined]
+    cursor = mine.tags.get(tag) if mine is not None else None
+    if cursor is None:
+        return None, None
+    table_id, _, snap = cursor.partition(":")
+    if table_id != str(info.table_id) or not snap.isdigit() or int(snap) > state.snapshot_id:  # type: ignore[attr-defined]
+        return None, None
+    if not any(s.snapshot_id == int(snap) for s in lake.snapshots()):
+        return None, None  # expired: the changes since it cannot be read
+    return int(snap) + 1, cursor
+
+
+def replay_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None,
+                 target_exists: bool) -> str:
+    """The Spark SQL of every change of an upstream since a snapshot table's cursor (from the upstream's creation on
+    the first run), one row per change (update pre-images left out), with CHANGE_TYPE_COLUMN, SNAPSHOT_COLUMN and
+    COMMIT_TIME_COLUMN: what the `ducklake` snapshot strategy turns into versions."""
+    state = lake.snapshot()
+    info = ci_lookup(state.tables, upstream)
+    if info is None:
+        raise ChangeFeedError(f"ducklake_changes(): {upstream[0]}.{upstream[1]} is not a DuckLake table (a view or a "
+                              "missing relation has no change feed)")
+    current = state.snapshot_id
+    tag = f"{CURSOR_TAG}{info.schema_name}.{info.name}".lower()
+    start, cursor = _cursor_start(lake, state, info, target, tag) if target_exists else (None, None)
+    if start is None:
+        start = info.begin_snapshot
+    snaps = [s for s in lake.snapshots() if start <= s.snapshot_id <= current]
+    changed = any(changes_rows(s.changes_made, info.table_id) or s.snapshot_id == info.begin_snapshot for s in snaps)
+    cursors.note(target, node, tag, f"{info.table_id}:{current}" if changed or cursor is None else cursor,
+                 rebuild=False)
+    cols = ", ".join(f"c.{ident(c.name)}" for c in info.columns)
+    if not changed:
+        return (f"SELECT {cols}, CAST(NULL AS STRING) AS {CHANGE_TYPE_COLUMN}, CAST(NULL AS BIGINT) AS "
+                f"{SNAPSHOT_COLUMN}, CAST(NULL AS TIMESTAMP) AS {COMMIT_TIME_COLUMN} "
+                f"FROM ({table_sql(state, info)}) AS c WHERE false")
+    times = ", ".join(f"({s.snapshot_id}, TIMESTAMP '{_utc(s.snapshot_time)}')" for s in snaps)
+    return (
+        f"SELECT {cols}, c.change_type AS {CHANGE_TYPE_COLUMN}, c.snapshot_id AS {SNAPSHOT_COLUMN}, "
+        f"coalesce(t.commit_time, TIMESTAMP '{_utc(snaps[0].snapshot_time)}') AS {COMMIT_TIME_COLUMN} "
+        f"FROM ({changes_sql(lake, info.schema_name, info.name, start, current)}) AS c "
+        f"LEFT JOIN (SELECT * FROM VALUES {times} AS v(sid, commit_time)) AS t ON c.snapshot_id = t.sid "
+        "WHERE c.change_type <> 'update_preimage'"
+    )
+
+
+def _utc(ts: dt.datetime) -> str:
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return ts.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def changes_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None, incremental: bool,

@@ -20,7 +20,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from . import time_travel
 from .apply import partition_fields
-from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query
+from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
@@ -233,6 +233,21 @@ class DuckLakeAdapter(SparkAdapter):
             return changes_query(rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
                                  ((target.schema or "").lower(), (target.identifier or "").lower()), node,
                                  bool(incremental), [k for k in keys if k])
+        except ChangeFeedError as e:
+            raise DbtRuntimeError(str(e)) from e
+
+    @available
+    def ducklake_replay_sql(self, upstream: BaseRelation, target: BaseRelation, target_exists: bool) -> str:
+        """The Spark SQL of ducklake_changes() in a snapshot with strategy 'ducklake': every change since the
+        snapshot's cursor, with its DuckLake snapshot and commit time."""
+        if not upstream.schema or not upstream.identifier:
+            raise DbtRuntimeError(f"ducklake_changes() needs a DuckLake table (a ref or source), got {upstream}")
+        rt = self._handle().runtime
+        node = (get_node_info() or {}).get("unique_id")
+        try:
+            return replay_query(rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
+                                ((target.schema or "").lower(), (target.identifier or "").lower()), node,
+                                bool(target_exists))
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
 

@@ -16,6 +16,11 @@
   {%- if not execute -%}
     {{- return(relation) -}}
   {%- endif -%}
+  {%- if model.resource_type == 'snapshot' and config.get('strategy') == 'ducklake' -%}
+    {#- a snapshot replaying the change feed: every change, with its snapshot and commit time -#}
+    {%- set exists = adapter.get_relation(none, this.schema, this.identifier) is not none -%}
+    {{- return('(' ~ adapter.ducklake_replay_sql(relation, this, exists) ~ ')') -}}
+  {%- endif -%}
   {%- set key = unique_key if unique_key is not none else config.get('unique_key') -%}
   {{- return('(' ~ adapter.ducklake_changes_sql(relation, this, is_incremental(), key) ~ ')') -}}
 {%- endmacro %}
