@@ -21,6 +21,8 @@ for sql in [
     "SELECT count(*) AS orders, sum(amount) AS amount FROM lake.main.order_log",
     "SELECT * FROM lake.main.stg_customers ORDER BY customer_id LIMIT 3",
     "SELECT * FROM lake.main.customer_directory WHERE id IN (1, 2, 99) ORDER BY id",
+    "SELECT id, name, country, dbt_valid_from, dbt_valid_to FROM lake.main.customers_history WHERE id IN (1, 2, 99) "
+    "ORDER BY id, dbt_valid_from",
     "SELECT snapshot_id, author, commit_message FROM lake.snapshots() ORDER BY snapshot_id",
 ]:
     print(f"\n{sql}")

@@ -9,8 +9,8 @@ outside the transaction.
 BasePrePostRunHooks' on-run-end hook writes `database_schemas` to a table: this adapter has no databases (like
 dbt-spark, relations have database None), so the hook renders it as the text 'None'; the check here expects that.
 
-Not here: the snapshot hook classes (BasePrePostModelHooksOnSnapshots, BasePrePostSnapshotHooksInConfigKwargs): dbt
-snapshots on DuckLake are issue 6 (dbt-spark's snapshot materialization requires Delta/Iceberg/Hudi)."""
+The snapshot hook classes run a snapshot whose post-hooks ALTER and UPDATE the snapshot table in the transaction
+that creates it: one DuckLake snapshot."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ from dbt.tests.adapter.hooks.test_model_hooks import (
     BasePrePostModelHooksOnSeeds,
     BasePrePostModelHooksOnSeedsPlusPrefixed,
     BasePrePostModelHooksOnSeedsPlusPrefixedWhitespace,
+    BasePrePostModelHooksOnSnapshots,
+    BasePrePostSnapshotHooksInConfigKwargs,
 )
 from dbt.tests.adapter.hooks.test_run_hooks import BaseAfterRunHooks, BasePrePostRunHooks
 
@@ -170,4 +172,12 @@ class TestPrePostModelHooksOnSeedsPlusPrefixed(BasePrePostModelHooksOnSeedsPlusP
 
 
 class TestPrePostModelHooksOnSeedsPlusPrefixedWhitespace(BasePrePostModelHooksOnSeedsPlusPrefixedWhitespace):
+    pass
+
+
+class TestPrePostModelHooksOnSnapshots(BasePrePostModelHooksOnSnapshots):
+    pass
+
+
+class TestPrePostSnapshotHooksInConfigKwargs(BasePrePostSnapshotHooksInConfigKwargs):
     pass
