@@ -31,7 +31,7 @@ from .inlined import read_inlined
 from .operations import Operation, bound_table
 from .partitioning import partition_values
 from .paths import LocalFileIO, delete_file_name, join_path, relative_to, to_local
-from .records import DataFile, DeleteFile, TableInfo
+from .records import Column, DataFile, DeleteFile, TableInfo
 from .scan import FileScanTask, read_file
 from .state import LakeState, load_state
 from .writer import NULL_PARTITION_DIR, conform, write_file
@@ -48,6 +48,15 @@ _INVALIDATING = ("deleted_from_table", "dropped_table", "altered_table", "inline
 
 def _meta(name: str, fid: int) -> pa.Field:
     return pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
+
+
+def _conform(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
+    """conform() with every field optional: a NULL struct stored inline has NULL children even under NOT NULL."""
+
+    def loose(c: Column) -> Column:
+        return replace(c, nullable=True, children=tuple(loose(ch) for ch in c.children))
+
+    return conform(data, [loose(c) for c in columns])
 
 
 def _tables(state: LakeState, schema: str | None, table: str | None) -> list[TableInfo]:
@@ -108,14 +117,16 @@ class _DeleteSpec:
     partial_max: int | None
 
 
-def _insert_delete_file(b: CatalogBuilder, info: TableInfo, data_file_id: int, d: _DeleteSpec) -> None:
+def _insert_delete_file(b: CatalogBuilder, info: TableInfo, data_file_id: int, d: _DeleteSpec,
+                        deleted_from: bool = True) -> None:
     rel = relative_to(d.path, b.latest.table_path(info))
     b.add("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, 'parquet', :n, "
           ":size, :footer, NULL, :pmax)",
           {"did": b.file_id(), "tid": info.table_id, "b": d.begin, "fid": data_file_id,
            "path": rel if rel is not None else d.path, "rel": b.db.dialect.bool_param(rel is not None),
            "n": d.count, "size": d.size, "footer": d.footer, "pmax": d.partial_max})
-    b.changes.deleted_tables.add(info.table_id)
+    if deleted_from:
+        b.changes.deleted_tables.add(info.table_id)
 
 
 def _schedule(b: CatalogBuilder, file_id: int, path: str) -> None:
@@ -125,12 +136,14 @@ def _schedule(b: CatalogBuilder, file_id: int, path: str) -> None:
           {"d": file_id, "path": spath, "rel": b.db.dialect.bool_param(srel), "ts": b.db.dialect.timestamp_param(b.now)})
 
 
-def _commit(lake: DuckLake, op: Operation, written: list[str], message: str) -> int | None:
-    """Commit one maintenance operation; files it wrote are removed unless the outcome is unknown."""
+def _commit(lake: DuckLake, ops: list[Operation], written: list[str], message: str) -> None:
+    """Commit the operations as ONE snapshot (as the reference does for all tables it compacts); files they wrote
+    are removed unless the outcome is unknown."""
     try:
-        with lake.transaction(commit_message=message) as tx:
-            tx._stage(op)
-        return tx.committed.snapshot_id if tx.committed else None
+        if ops:
+            with lake.transaction(commit_message=message) as tx:
+                for op in ops:
+                    tx._stage(op)
     except CommitStateUnknownError:
         raise
     except BaseException:
@@ -187,7 +200,7 @@ def merge_adjacent_files(
     lake: DuckLake, schema: str | None = None, table: str | None = None, target_file_size: int | None = None
 ) -> list[tuple[str, str, int, int]]:
     """Merge small files without deletes per table, schema version and partition, as ducklake_merge_adjacent_files
-    does; one snapshot per table changed ('merge_adjacent:<tid>'). Returns (schema, table, files merged, created).
+    does; one snapshot for all tables ('merge_adjacent:<tid>' each). Returns (schema, table, files merged, created).
 
     target_file_size defaults to the lake's target_file_size option, else 512 MiB.
 
@@ -199,24 +212,24 @@ def merge_adjacent_files(
     if target_file_size is not None and target_file_size <= 0:
         raise ValueError(f"target_file_size must be a positive number of bytes, got {target_file_size}")
     state = lake.snapshot()
-    out = []
-    for info in _tables(state, schema, table):
-        target = target_file_size or parse_size(
-            lake.option("target_file_size", info.table_id, info.schema_id) or DEFAULT_TARGET_FILE_SIZE)
-        groups = _merge_groups(lake, state, info, target)
-        if not groups:
-            continue
-        written: list[str] = []
-        op = MergeAdjacent(info.schema_name, info.name, state.snapshot_id)
-        try:
+    out, ops, written = [], [], []
+    try:
+        for info in _tables(state, schema, table):
+            target = target_file_size or parse_size(
+                lake.option("target_file_size", info.table_id, info.schema_id) or DEFAULT_TARGET_FILE_SIZE)
+            groups = _merge_groups(lake, state, info, target)
+            if not groups:
+                continue
+            op = MergeAdjacent(info.schema_name, info.name, state.snapshot_id)
             for sources in groups:
                 op.merges.append(_write_merged(lake, state, info, sources, written))
-        except BaseException:
-            for path in written:
-                LocalFileIO().delete(path)
-            raise
-        _commit(lake, op, written, f"merge_adjacent_files {info.schema_name}.{info.name}")
-        out.append((info.schema_name, info.name, sum(len(g) for g in groups), len(groups)))
+            ops.append(op)
+            out.append((info.schema_name, info.name, sum(len(g) for g in groups), len(groups)))
+    except BaseException:
+        for path in written:
+            LocalFileIO().delete(path)
+        raise
+    _commit(lake, ops, written, "merge_adjacent_files")
     return out
 
 
@@ -281,7 +294,7 @@ def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Se
         else:
             expect = f.row_id_start + f.record_count
     rows = pa.concat_tables(parts)
-    data = conform(rows, table_v.columns)
+    data = _conform(rows, table_v.columns)
     data = data.append_column(_meta(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.chunked_array(
         [c for s in snaps for c in s.chunks], pa.int64()))
     if not adjacent:
@@ -322,7 +335,8 @@ class FlushInlined(Operation):
             fid = _insert_data_file(b, info, f.spec, f.begin, f.partial_max, f.row_id_start, f.partition_id)
             b.stats_delta(info.table_id).file_size_bytes += f.spec.file_size_bytes
             if f.deletes is not None:
-                _insert_delete_file(b, info, fid, f.deletes)
+                # rows deleted before the flush: the reference does not count this as a delete from the table
+                _insert_delete_file(b, info, fid, f.deletes, deleted_from=False)
         for data_file, d in self.file_deletes:
             old = data_file.delete_file
             if old is not None:
@@ -342,28 +356,27 @@ def flush_inlined_data(
     lake: DuckLake, schema: str | None = None, table: str | None = None
 ) -> list[tuple[str, str, int]]:
     """Write inlined rows to Parquet files and inlined file deletes to delete files, as ducklake_flush_inlined_data
-    does; one snapshot per table changed. Returns (schema, table, rows flushed) for tables with rows flushed.
+    does; one snapshot for all tables. Returns (schema, table, rows flushed) for tables with rows flushed.
 
     Raises:
         NoSuchTableError / NoSuchSchemaError: the table or schema does not exist.
         CommitConflictError: another writer changed the table meanwhile (nothing committed).
     """
     state = lake.snapshot()
-    out = []
-    for info in _tables(state, schema, table):
-        written: list[str] = []
-        op = FlushInlined(info.schema_name, info.name, state.snapshot_id)
-        try:
+    out, ops, written = [], [], []
+    try:
+        for info in _tables(state, schema, table):
+            op = FlushInlined(info.schema_name, info.name, state.snapshot_id)
             flushed = _plan_flush(lake, state, info, op, written)
-        except BaseException:
-            for path in written:
-                LocalFileIO().delete(path)
-            raise
-        if not op.files and not op.file_deletes:
-            continue
-        _commit(lake, op, written, f"flush_inlined_data {info.schema_name}.{info.name}")
-        if flushed:
-            out.append((info.schema_name, info.name, flushed))
+            if op.files or op.file_deletes:
+                ops.append(op)
+            if flushed:
+                out.append((info.schema_name, info.name, flushed))
+    except BaseException:
+        for path in written:
+            LocalFileIO().delete(path)
+        raise
+    _commit(lake, ops, written, "flush_inlined_data")
     return out
 
 
@@ -385,7 +398,7 @@ def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInli
             groups.setdefault(key, []).append(i)
         for key, idx in groups.items():
             part = rows.take(pa.array(idx))
-            data = conform(part, table_v.columns)
+            data = _conform(part, table_v.columns)
             data = data.append_column(_meta(ROW_ID_COLUMN, ROW_ID_FIELD_ID), part.column("rowid").cast(pa.int64()))
             data = data.append_column(_meta(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID),
                                       part.column("begin_snapshot").cast(pa.int64()))
