@@ -291,3 +291,12 @@ class DuckLakeAdapter(SparkAdapter):
         if getattr(value, "tzinfo", None) is not None:
             value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
         return f"TIMESTAMP '{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+    # maintenance (run-operations in macros/maintenance.sql) ----------------------------------------------------
+    @available
+    def ducklake_maintenance(self, operation: str, **kwargs: Any) -> str:
+        """Run a lake maintenance operation (expire_snapshots, cleanup_old_files, delete_orphaned_files,
+        merge_adjacent_files, flush_inlined_data) with DuckDB's semantics; returns a one-line summary."""
+        from .maintenance import run
+
+        return run(self._handle().runtime, operation, **kwargs)

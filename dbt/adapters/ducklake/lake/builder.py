@@ -48,6 +48,8 @@ class ChangeSet:
     altered_views: set[int] = field(default_factory=set)
     inlined_inserted: set[int] = field(default_factory=set)
     inlined_deleted: set[int] = field(default_factory=set)
+    inline_flushed: set[int] = field(default_factory=set)  # maintenance: flush_inlined_data
+    merged_adjacent: set[int] = field(default_factory=set)  # maintenance: merge_adjacent_files
     deleted_files: set[int] = field(default_factory=set)  # data files we delete rows from (for conflict checks)
     # for conflict checks only: names of schemas we drop, ids of existing schemas we create entries in
     dropped_schema_names: set[str] = field(default_factory=set)
@@ -68,6 +70,8 @@ class ChangeSet:
         parts += [f"altered_view:{i}" for i in sorted(self.altered_views)]
         parts += [f"inlined_insert:{i}" for i in sorted(self.inlined_inserted)]
         parts += [f"inlined_delete:{i}" for i in sorted(self.inlined_deleted)]
+        parts += [f"inline_flush:{i}" for i in sorted(self.inline_flushed)]
+        parts += [f"merge_adjacent:{i}" for i in sorted(self.merged_adjacent)]
         return ",".join(parts)
 
     @property

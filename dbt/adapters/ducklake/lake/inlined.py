@@ -46,12 +46,14 @@ def duckdb_sql_type(col: Column) -> str:
     return _SCALAR_SQL[col.type]
 
 
-def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, history: bool = False) -> list[pa.Table]:
+def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, history: bool = False,
+                 only: str | None = None) -> list[pa.Table]:
     """The table's inlined rows visible at the state's snapshot, mapped to the table's current columns.
 
     With history, every row ever stored (deleted ones too), with its begin_snapshot and end_snapshot columns.
+    With only, just that inlined-data table.
     """
-    tables = state.inlined_tables(table)
+    tables = [t for t in state.inlined_tables(table) if only is None or t.table_name == only]
     if not tables:
         return []
     out = []

@@ -449,7 +449,17 @@ def load_inlined_tables(db: CatalogDB, conn: Connection, table_id: int) -> list[
             "SELECT min(begin_snapshot) FROM {p}ducklake_schema_versions WHERE table_id = :t AND schema_version = :v",
             {"t": table_id, "v": version},
         )[0][0]
-        if begin is None:  # no schema_versions row: fall back to the first snapshot with that schema version
+        if begin is None:
+            # DuckDB's first inlined insert bumps schema_version without a schema_versions row; columns only change
+            # with such a row, so the table's last one at or before this version tells them (the bumping snapshot
+            # itself may have been expired)
+            begin = db.query(
+                conn,
+                "SELECT max(begin_snapshot) FROM {p}ducklake_schema_versions WHERE table_id = :t "
+                "AND schema_version <= :v",
+                {"t": table_id, "v": version},
+            )[0][0]
+        if begin is None:  # no schema_versions rows at all: fall back to the first snapshot with that schema version
             begin = db.query(
                 conn, "SELECT min(snapshot_id) FROM {p}ducklake_snapshot WHERE schema_version = :v", {"v": version}
             )[0][0]

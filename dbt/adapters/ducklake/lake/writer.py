@@ -82,6 +82,11 @@ def _partition_dir_name(table: TableInfo, column_id: int, transform: str) -> str
     return name if transform == "identity" else transform.split("(")[0]
 
 
+def write_file(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
+    """Write one data file of already conformed rows (reserved columns allowed) into directory; its spec."""
+    return _write_one(table, directory, data, key)
+
+
 def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
     path = join_path(directory, data_file_name())
     local = to_local(path)

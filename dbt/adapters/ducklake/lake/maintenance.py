@@ -1,0 +1,256 @@
+"""Lake maintenance with the reference's semantics: expire snapshots, clean up old files, delete orphaned files.
+
+Like DuckDB's ducklake_expire_snapshots / ducklake_cleanup_old_files / ducklake_delete_orphaned_files these change
+catalog rows directly and commit no snapshot. Compaction (merge_adjacent_files, flush_inlined_data), which does
+commit a snapshot, lives in compaction.py and is re-exported here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Connection
+
+from .catalog import CatalogDB
+from .compaction import flush_inlined_data, merge_adjacent_files
+from .paths import LocalFileIO, join_path, relative_to, to_local
+from .records import Snapshot
+from .state import list_snapshots
+
+if TYPE_CHECKING:
+    from .lake import DuckLake
+
+__all__ = ["cleanup_old_files", "delete_orphaned_files", "expire_snapshots", "flush_inlined_data",
+           "merge_adjacent_files"]
+
+DEFAULT_DELETE_OLDER_THAN = "2 days"  # the reference's default of the delete_older_than option
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+
+# a row that no remaining snapshot can see: [begin, end) holds none of them
+_UNSEEN = ("end_snapshot IS NOT NULL AND NOT EXISTS (SELECT snapshot_id FROM {p}ducklake_snapshot "
+           "WHERE snapshot_id >= begin_snapshot AND snapshot_id < end_snapshot)")
+# catalog tables purged by table id once a dropped table is invisible to every remaining snapshot
+_TABLE_ROWS = ("ducklake_table", "ducklake_table_stats", "ducklake_table_column_stats", "ducklake_partition_info",
+               "ducklake_partition_column", "ducklake_column", "ducklake_column_tag", "ducklake_sort_info",
+               "ducklake_sort_expression", "ducklake_schema_versions", "ducklake_inlined_data_tables",
+               "ducklake_column_mapping")
+
+
+def parse_interval(text: str) -> dt.timedelta:
+    """An interval like DuckDB's option values ('2 days', '1 week', '36 hours').
+
+    Raises:
+        ValueError: the text is not '<number> <unit>' with unit second/minute/hour/day/week.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*", text.lower())
+    if not m or m.group(2) not in _UNITS:
+        raise ValueError(f"cannot parse interval {text!r}: expected e.g. '2 days', '1 week', '12 hours'")
+    return dt.timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _aware(ts: dt.datetime) -> dt.datetime:
+    return ts.replace(tzinfo=dt.timezone.utc) if ts.tzinfo is None else ts
+
+
+def expire_snapshots(
+    lake: DuckLake,
+    versions: Sequence[int] | None = None,
+    older_than: dt.datetime | None = None,
+    dry_run: bool = False,
+) -> list[Snapshot]:
+    """Expire snapshots (by id, or those committed before older_than) as ducklake_expire_snapshots does.
+
+    The latest snapshot is never expired. File rows no remaining snapshot sees move to
+    ducklake_files_scheduled_for_deletion (cleanup_old_files deletes the files); dropped tables are purged.
+    Without versions or older_than the lake's expire_older_than option applies, and without it nothing happens.
+
+    Raises:
+        ValueError: both criteria given, a version that does not exist, or the latest snapshot asked for
+            (the reference silently skips those two; an explicit error leaves the lake untouched instead).
+    """
+    if versions is not None and older_than is not None:
+        raise ValueError("expire_snapshots: give versions or older_than, not both")
+    if versions is None and older_than is None:
+        default = lake.option("expire_older_than")
+        if not default:
+            return []
+        older_than = dt.datetime.now(dt.timezone.utc) - parse_interval(default)
+    db = lake.db
+    with db.write() as conn:
+        snaps = list_snapshots(db, conn)
+        latest = snaps[-1].snapshot_id
+        if versions is not None:
+            wanted = {int(v) for v in versions}
+            known = {s.snapshot_id for s in snaps}
+            missing = sorted(wanted - known)
+            if missing:
+                raise ValueError(f"expire_snapshots: snapshot(s) {missing} do not exist (existing: "
+                                 f"{min(known)}..{latest}, {len(known)} snapshots)")
+            if latest in wanted:
+                raise ValueError(f"expire_snapshots: snapshot {latest} is the latest and can never be expired")
+            chosen = [s for s in snaps if s.snapshot_id in wanted]
+        else:
+            assert older_than is not None
+            cutoff = _aware(older_than)
+            chosen = [s for s in snaps if s.snapshot_id != latest and s.snapshot_time < cutoff]
+        if chosen and not dry_run:
+            _delete_snapshots(db, conn, lake.data_path, [s.snapshot_id for s in chosen])
+    return chosen
+
+
+def _ids(values: Iterable[int]) -> str:
+    return ", ".join(str(int(v)) for v in values)
+
+
+def _delete_snapshots(db: CatalogDB, conn: Connection, data_path: str, ids: list[int]) -> None:
+    """The reference's DeleteSnapshots, statement for statement (ids are integers we formatted ourselves)."""
+    q = lambda sql, p=None: db.query(conn, sql, p)  # noqa: E731
+    run = lambda sql, p=None: db.execute(conn, sql, p)  # noqa: E731
+    for t in ("ducklake_snapshot", "ducklake_snapshot_changes"):
+        run(f"DELETE FROM {{p}}{t} WHERE snapshot_id IN ({_ids(ids)})")
+    dropped = [r[0] for r in q(
+        f"SELECT DISTINCT table_id FROM {{p}}ducklake_table t WHERE {_UNSEEN} AND NOT EXISTS (SELECT 1 FROM "
+        "{p}ducklake_table t2 WHERE t2.table_id = t.table_id AND (t2.end_snapshot IS NULL OR EXISTS (SELECT "
+        "snapshot_id FROM {p}ducklake_snapshot WHERE snapshot_id >= t2.begin_snapshot "
+        "AND snapshot_id < t2.end_snapshot)))"
+    )]
+    table_filter = f"table_id IN ({_ids(dropped)}) OR " if dropped else ""
+    now = dt.datetime.now(dt.timezone.utc)
+    files = q(f"SELECT data_file_id, table_id, path, path_is_relative FROM {{p}}ducklake_data_file "
+              f"WHERE {table_filter}({_UNSEEN})")
+    if files:
+        fids = _ids(f[0] for f in files)
+        for t in ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_file_variant_stats",
+                  "ducklake_file_partition_value"):
+            run(f"DELETE FROM {{p}}{t} WHERE data_file_id IN ({fids})")
+        _schedule(db, conn, data_path, files, now)
+    file_filter = f"data_file_id IN ({_ids(f[0] for f in files)}) OR " if files else ""
+    deletes = q(f"SELECT delete_file_id, table_id, path, path_is_relative FROM {{p}}ducklake_delete_file "
+                f"WHERE {table_filter}{file_filter}({_UNSEEN})")
+    if deletes:
+        run(f"DELETE FROM {{p}}ducklake_delete_file WHERE delete_file_id IN ({_ids(d[0] for d in deletes)})")
+        _schedule(db, conn, data_path, deletes, now)
+    if dropped:
+        tids = _ids(dropped)
+        inlined = [r[0] for r in q(f"SELECT table_name FROM {{p}}ducklake_inlined_data_tables WHERE table_id IN ({tids})")]
+        inlined += [f"ducklake_inlined_delete_{t}" for t in dropped]
+        for t in _TABLE_ROWS:
+            run(f"DELETE FROM {{p}}{t} WHERE table_id IN ({tids})")
+        for name in inlined:
+            if db.has_table(conn, name):
+                run(f"DROP TABLE {{p}}{name}")
+    for t in ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"):
+        run(f"DELETE FROM {{p}}{t} WHERE {_UNSEEN}")
+    for t in ("ducklake_macro_impl", "ducklake_macro_parameters"):
+        run(f"DELETE FROM {{p}}{t} WHERE NOT EXISTS (SELECT 1 FROM {{p}}ducklake_macro m "
+            f"WHERE m.macro_id = {{p}}{t}.macro_id)")
+    run("DELETE FROM {p}ducklake_name_mapping WHERE NOT EXISTS (SELECT 1 FROM {p}ducklake_column_mapping m "
+        "WHERE m.mapping_id = {p}ducklake_name_mapping.mapping_id)")
+
+
+def _schedule(db: CatalogDB, conn: Connection, data_path: str, rows: list[Any], now: dt.datetime) -> None:
+    """Schedule files (id, table id, stored path, relative) for deletion, paths relative to data_path if inside."""
+    dirs = _table_dirs(db, conn, data_path)
+    params = []
+    for fid, tid, path, rel in rows:
+        full = join_path(dirs.get(tid, data_path), path) if db.dialect.read_bool(rel) is not False else path
+        inside = relative_to(full, data_path)
+        params.append({"f": fid, "path": inside if inside is not None else full,
+                       "rel": db.dialect.bool_param(inside is not None), "ts": db.dialect.timestamp_param(now)})
+    db.execute(conn, "INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:f, :path, :rel, "
+               + db.dialect.timestamp_literal_sql() + ")", params)
+
+
+def _table_dirs(db: CatalogDB, conn: Connection, data_path: str) -> dict[int, str]:
+    """Every table id's directory, from any version of its rows (a file's table may have been dropped)."""
+    rd = db.dialect.read_bool
+    out: dict[int, str] = {}
+    for tid, tpath, trel, spath, srel in db.query(
+        conn, "SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM {p}ducklake_table t "
+              "JOIN {p}ducklake_schema s ON s.schema_id = t.schema_id"
+    ):
+        base = join_path(data_path, spath or "") if rd(srel) is not False else spath
+        out[tid] = join_path(base, tpath or "") if rd(trel) is not False else tpath
+    return out
+
+
+def _cutoff(lake: DuckLake, older_than: dt.datetime | None, cleanup_all: bool, what: str) -> dt.datetime | None:
+    if cleanup_all and older_than is not None:
+        raise ValueError(f"{what}: give all=True or older_than, not both")
+    if cleanup_all:
+        return None
+    if older_than is not None:
+        return _aware(older_than)
+    default = lake.option("delete_older_than") or DEFAULT_DELETE_OLDER_THAN
+    return dt.datetime.now(dt.timezone.utc) - parse_interval(default)
+
+
+def cleanup_old_files(
+    lake: DuckLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False
+) -> list[str]:
+    """Delete the files scheduled for deletion before older_than (default: the delete_older_than option, else
+    2 days ago), or all of them, and their rows, as ducklake_cleanup_old_files does. Returns their paths.
+
+    Raises:
+        ValueError: both all and older_than given.
+    """
+    cutoff = _cutoff(lake, older_than, all, "cleanup_old_files")
+    db = lake.db
+    with db.write() as conn:
+        rows = db.query(conn, "SELECT data_file_id, path, path_is_relative, schedule_start "
+                              "FROM {p}ducklake_files_scheduled_for_deletion")
+        chosen = [(fid, join_path(lake.data_path, path) if db.dialect.read_bool(rel) is not False else path)
+                  for fid, path, rel, start in rows
+                  if cutoff is None or db.dialect.read_timestamp(start) < cutoff]
+        if chosen and not dry_run:
+            fileio = LocalFileIO()
+            for _, path in chosen:
+                fileio.delete(path)
+            db.execute(conn, f"DELETE FROM {{p}}ducklake_files_scheduled_for_deletion "
+                             f"WHERE data_file_id IN ({_ids(f for f, _ in chosen)})")
+    return [p for _, p in chosen]
+
+
+def delete_orphaned_files(
+    lake: DuckLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False
+) -> list[str]:
+    """Delete Parquet files under the data path that no catalog row references (data, delete or scheduled files),
+    last modified before older_than (default as cleanup_old_files), as ducklake_delete_orphaned_files does.
+
+    Raises:
+        ValueError: both all and older_than given.
+    """
+    cutoff = _cutoff(lake, older_than, all, "delete_orphaned_files")
+    db = lake.db
+    root = to_local(lake.data_path)
+    with db.read() as conn:
+        known = {os.path.normpath(to_local(p)) for p in _known_files(db, conn, lake.data_path)}
+    found = []
+    for d, _, names in os.walk(root):
+        for name in names:
+            path = os.path.normpath(os.path.join(d, name))
+            if not name.endswith(".parquet") or path in known:
+                continue
+            if cutoff is not None and dt.datetime.fromtimestamp(os.path.getmtime(path), dt.timezone.utc) >= cutoff:
+                continue
+            found.append(path)
+    if not dry_run:
+        for path in found:
+            LocalFileIO().delete(path)
+    return sorted(found)
+
+
+def _known_files(db: CatalogDB, conn: Connection, data_path: str) -> list[str]:
+    dirs = _table_dirs(db, conn, data_path)
+    rd = db.dialect.read_bool
+    out = []
+    for t in ("ducklake_data_file", "ducklake_delete_file"):
+        for tid, path, rel in db.query(conn, f"SELECT table_id, path, path_is_relative FROM {{p}}{t}"):
+            out.append(join_path(dirs.get(tid, data_path), path) if rd(rel) is not False else path)
+    for path, rel in db.query(conn, "SELECT path, path_is_relative FROM {p}ducklake_files_scheduled_for_deletion"):
+        out.append(join_path(data_path, path) if rd(rel) is not False else path)
+    return out

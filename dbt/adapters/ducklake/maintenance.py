@@ -1,0 +1,79 @@
+"""Lake maintenance for dbt run-operations: parse the macro arguments, run the lake operation, log a summary."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from .lake import maintenance as mt
+from .lake.compaction import parse_size
+from .lake.errors import DuckLakeError
+from .runtime import Runtime
+
+logger = AdapterLogger("DuckLake")
+
+
+def _timestamp(value: Any, name: str) -> dt.datetime | None:
+    """A timestamp argument: None, a datetime, or ISO text ('2026-01-31', '2026-01-31 12:00:00+00')."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    try:
+        parsed = dt.datetime.fromisoformat(str(value))
+    except ValueError as e:
+        raise DbtRuntimeError(f"{name}={value!r} is not an ISO timestamp (e.g. '2026-01-31 12:00:00+00:00')") from e
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _versions(value: Any) -> list[int] | None:
+    if value is None:
+        return None
+    items = value if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+    try:
+        return [int(v) for v in items]
+    except (TypeError, ValueError) as e:
+        raise DbtRuntimeError(f"versions={value!r} must be a list of snapshot ids") from e
+
+
+def _size(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise DbtRuntimeError(f"target_file_size={value!r}: {e}") from e
+
+
+def run(rt: Runtime, op: str, **kw: Any) -> Any:
+    """Run one maintenance operation on the runtime's lake, refresh the Spark views, return a printable summary.
+
+    Raises:
+        DbtRuntimeError: bad arguments or the lake refused the operation (nothing changed).
+    """
+    lake = rt.lake
+    try:
+        if op == "expire_snapshots":
+            got: Any = mt.expire_snapshots(lake, _versions(kw.get("versions")),
+                                           _timestamp(kw.get("older_than"), "older_than"), bool(kw.get("dry_run")))
+            summary = f"{'would expire' if kw.get('dry_run') else 'expired'} snapshots {[s.snapshot_id for s in got]}"
+        elif op in ("cleanup_old_files", "delete_orphaned_files"):
+            fn = mt.cleanup_old_files if op == "cleanup_old_files" else mt.delete_orphaned_files
+            got = fn(lake, _timestamp(kw.get("older_than"), "older_than"), bool(kw.get("all")),
+                     bool(kw.get("dry_run")))
+            summary = f"{'would delete' if kw.get('dry_run') else 'deleted'} {len(got)} files"
+        elif op == "merge_adjacent_files":
+            got = mt.merge_adjacent_files(lake, kw.get("schema"), kw.get("table"), _size(kw.get("target_file_size")))
+            summary = "; ".join(f"{s}.{t}: {n} files merged into {m}" for s, t, n, m in got) or "nothing to merge"
+        elif op == "flush_inlined_data":
+            got = mt.flush_inlined_data(lake, kw.get("schema"), kw.get("table"))
+            summary = "; ".join(f"{s}.{t}: {n} rows flushed" for s, t, n in got) or "nothing to flush"
+        else:
+            raise DbtRuntimeError(f"unknown maintenance operation {op!r}")
+    except (ValueError, DuckLakeError) as e:
+        raise DbtRuntimeError(f"ducklake_{op}: {e}") from e
+    rt.names.refresh_all()  # the Spark views must list the files the lake has now
+    logger.info(f"ducklake_{op}: {summary}")
+    return summary

@@ -1,0 +1,23 @@
+{#- Lake maintenance as run-operations, with DuckDB's ducklake_* semantics, e.g.
+    dbt run-operation ducklake_expire_snapshots --args '{older_than: "2026-01-31 00:00:00+00:00"}'
+    dbt run-operation ducklake_merge_adjacent_files --args '{schema: main, table: events}' -#}
+
+{% macro ducklake_expire_snapshots(versions=none, older_than=none, dry_run=false) %}
+  {% do adapter.ducklake_maintenance('expire_snapshots', versions=versions, older_than=older_than, dry_run=dry_run) %}
+{% endmacro %}
+
+{% macro ducklake_cleanup_old_files(older_than=none, all=false, dry_run=false) %}
+  {% do adapter.ducklake_maintenance('cleanup_old_files', older_than=older_than, all=all, dry_run=dry_run) %}
+{% endmacro %}
+
+{% macro ducklake_delete_orphaned_files(older_than=none, all=false, dry_run=false) %}
+  {% do adapter.ducklake_maintenance('delete_orphaned_files', older_than=older_than, all=all, dry_run=dry_run) %}
+{% endmacro %}
+
+{% macro ducklake_merge_adjacent_files(schema=none, table=none, target_file_size=none) %}
+  {% do adapter.ducklake_maintenance('merge_adjacent_files', schema=schema, table=table, target_file_size=target_file_size) %}
+{% endmacro %}
+
+{% macro ducklake_flush_inlined_data(schema=none, table=none) %}
+  {% do adapter.ducklake_maintenance('flush_inlined_data', schema=schema, table=table) %}
+{% endmacro %}

@@ -1,0 +1,80 @@
+"""Maintenance run-operations through dbt: merge the files of an incremental model, expire and clean up; DuckDB
+reads the lake after each (time travel included) and the next dbt run reads the merged files through Spark."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.support import reference
+
+SEED = "id\n1\n2\n3\n"
+INC = "{{ config(materialized='incremental') }}\nselect {{ var('k', 0) }} as k, id from {{ ref('src') }}\n"
+TOTAL = "{{ config(materialized='table') }}\nselect count(*) as n, sum(k) as ks from {{ ref('inc') }}\n"
+
+
+def _args(**kw: object) -> str:
+    return json.dumps(kw)
+
+
+class TestMaintenanceOperations:
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"src.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"inc.sql": INC, "total.sql": TOTAL}
+
+    def test_merge_expire_cleanup(self, project: object) -> None:
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        run_dbt(["seed"])
+        history = {}  # snapshot after each incremental run -> rows DuckDB sees there
+        for k in range(4):
+            run_dbt(["run", "--select", "inc", "--vars", _args(k=k)])
+            with reference.attached(catalog, read_only=True) as con:
+                sid = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+                history[sid] = con.execute(f"SELECT count(*) FROM lake.{schema}.inc").fetchone()[0]
+        assert list(history.values()) == [3, 6, 9, 12]
+        with reference.attached(catalog, read_only=True) as con:
+            files_before = con.execute(f"SELECT count(*) FROM ducklake_list_files('lake', 'inc', schema => '{schema}')"
+                                       ).fetchone()[0]
+        assert files_before >= 4  # Spark writes a file per task
+
+        run_dbt(["run-operation", "ducklake_merge_adjacent_files", "--args", _args(schema=schema, table="inc")])
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute(f"SELECT count(*) FROM ducklake_list_files('lake', 'inc', schema => '{schema}')"
+                               ).fetchone()[0] == 1
+            last = con.execute("SELECT changes FROM lake.snapshots() ORDER BY snapshot_id DESC LIMIT 1"
+                               ).fetchone()[0]
+            assert "merge_adjacent" in last, last
+            for sid, n in history.items():  # time travel into every snapshot before the merge is unchanged
+                got = con.execute(f"SELECT count(*) FROM lake.{schema}.inc AT (VERSION => {sid})").fetchone()[0]
+                assert got == n, (sid, got, n)
+
+        future = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).isoformat()
+        run_dbt(["run-operation", "ducklake_expire_snapshots", "--args", _args(older_than=future)])
+        run_dbt(["run-operation", "ducklake_cleanup_old_files", "--args", _args(all=True)])
+        run_dbt(["run-operation", "ducklake_delete_orphaned_files", "--args", _args(dry_run=True)])
+        run_dbt(["run-operation", "ducklake_flush_inlined_data"])  # nothing inlined by us: a no-op
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()[0] == 1
+            assert con.execute(f"SELECT count(*), sum(k) FROM lake.{schema}.inc").fetchone() == (12, 18)
+        # Spark reads the merged file (the old ones are gone from disk now)
+        run_dbt(["run", "--select", "total"])
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute(f"SELECT n, ks FROM lake.{schema}.total").fetchone() == (12, 18)
+
+    def test_bad_arguments_fail_cleanly(self, project: object) -> None:
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall()
+        run_dbt(["run-operation", "ducklake_expire_snapshots", "--args", _args(versions=[999999])], expect_pass=False)
+        run_dbt(["run-operation", "ducklake_merge_adjacent_files", "--args", _args(target_file_size=-1)],
+                expect_pass=False)
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall() == before
