@@ -24,6 +24,7 @@ from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, rep
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
+from .spark.names import table_refs
 from .spark.types import to_spark
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -276,8 +277,10 @@ class DuckLakeAdapter(SparkAdapter):
 
     @available
     def query_columns(self, sql: str) -> list[str]:
-        """The column names of a Spark query (analysed, not run)."""
-        return list(self._handle().runtime.spark.sql(sql).columns)
+        """The column names of a Spark query (analysed, not run), after the lake names it reads are made current."""
+        rt = self._handle().runtime
+        rt.names.refresh(table_refs(sql))
+        return list(rt.spark.sql(sql).columns)
 
     @available
     def partition_source_columns(self, partition_by: list[str]) -> list[str]:
