@@ -619,8 +619,9 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             done.changed = bool(deletes or done.files)
             return done
     finally:
-        spark.catalog.dropTempView(src_view)
-        spark.catalog.dropTempView(hit_view)
+        # unpersist first: Spark Connect re-analyzes a plan to unpersist it, and the plans read these views
         if hits_df is not None:
             hits_df.unpersist()
         src.unpersist()
+        spark.catalog.dropTempView(src_view)
+        spark.catalog.dropTempView(hit_view)
