@@ -7,11 +7,21 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.lake.changes import read_changes
+from dbt.adapters.ducklake.spark import scan
 from dbt.adapters.ducklake.spark.dml import delete_where
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations
 from tests.support.reference_lakes import build
+
+
+@pytest.fixture(params=["literal", "from_files"])
+def deletes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Deleted rows removed by literal keys in Spark's SQL (few deletes), or by keys read from delete files (many)."""
+    if request.param == "from_files":
+        monkeypatch.setattr(scan, "MAX_LITERAL_DELETES", 0)
+    return str(request.param)
+
 
 CASES = [
     # scenario, schema, table, conditions applied one after the other
@@ -25,7 +35,7 @@ CASES = [
 
 @pytest.mark.parametrize(("scenario", "schema", "table", "conditions"), CASES, ids=[c[0] for c in CASES])
 def test_delete_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
-                            conditions: list[str]) -> None:
+                            conditions: list[str], deletes: str) -> None:
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     build(ours, f"{tmp_path}/ours_data/", scenario)
     build(theirs, f"{tmp_path}/theirs_data/", scenario)
@@ -67,7 +77,7 @@ UPDATE_CASES = [
 
 @pytest.mark.parametrize(("scenario", "schema", "table", "updates"), UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
 def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
-                            updates: list) -> None:
+                            updates: list, deletes: str) -> None:
     from dbt.adapters.ducklake.spark.dml import update_where
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
@@ -163,7 +173,7 @@ def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
 
 # DuckDB 1.5 allows one UPDATE/DELETE action per MERGE on DuckLake, so each case has at most one
 @pytest.mark.parametrize("kind", ["update_insert", "delete_insert", "delete_by_source"])
-def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str) -> None:
+def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, deletes: str) -> None:
     from dbt.adapters.ducklake.spark.dml import merge_into
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"

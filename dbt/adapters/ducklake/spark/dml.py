@@ -13,12 +13,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..lake.deletes import SNAPSHOT_COLUMN
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
 from ..lake.pruning import And, Compare, InValues, Predicate
@@ -27,7 +28,7 @@ from ..lake.scan import plan_scan
 from ..lake.state import LakeState
 from ..lake.transaction import Transaction
 from .predicates import column_ref, conjuncts, to_predicate, unparen
-from .scan import POS, _projection, file_uri
+from .scan import LOCATORS, file_groups, files_sql, group_sql
 from .sql_literals import ident, literal
 
 
@@ -48,7 +49,7 @@ def plan_delete(spark: SparkSession, state: LakeState, table: TableInfo, conditi
     if target is None:
         return DeletePlan([])
     cond = condition if condition else "true"
-    rows = spark.sql(f"SELECT __file, __pos, __rowid FROM ({target}) t WHERE ({cond})").collect()
+    rows = spark.sql(target.ids(f"SELECT {target.locators('t')} FROM ({target.sql}) t WHERE ({cond})", [])).collect()
     return DeletePlan([tuple(r) for r in rows])
 
 
@@ -125,16 +126,6 @@ def _prov(author: str | None, commit_message: str | None, commit_extra_info: str
     return {"author": author, "commit_message": commit_message, "commit_extra_info": commit_extra_info}
 
 
-def _rowid_expr(state: LakeState, table: TableInfo, data_file_id: int) -> str:
-    from ..lake.deletes import ROW_ID_COLUMN
-    from .scan import _physical_schema
-
-    f = next(x for x in state.files(table) if x.data_file_id == data_file_id)
-    if ROW_ID_COLUMN in _physical_schema(f.path, f.file_size_bytes).names:
-        return ident(ROW_ID_COLUMN)
-    return f"{f.row_id_start or 0} + {POS}"
-
-
 def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, assignments: dict[str, str],
                  condition: str | None = None, *, author: str | None = None, commit_message: str | None = None,
                  commit_extra_info: str | None = None) -> Snapshot | None:
@@ -170,7 +161,8 @@ def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, 
     target = _target_rows_sql(tx.base, base, to_predicate(condition, base.columns, (None, "t")))
     if target is None:
         return Staged()
-    matched = spark.sql(f"SELECT __file, __pos, __rowid, {new_values} FROM ({target}) t WHERE ({cond})")
+    matched = spark.sql(target.ids(f"SELECT {target.locators('t')}, {new_values} FROM ({target.sql}) t WHERE ({cond})",
+                                   [ident(c.name) for c in info.columns]))
     hits = [tuple(r) for r in matched.select("__file", "__pos", "__rowid").collect()]  # ids only, never row values
     if not hits:
         return Staged()
@@ -263,29 +255,53 @@ class MergeCardinalityError(ValueError):
     """A MERGE whose source has several rows matching one target row."""
 
 
-def _target_rows_sql(state: LakeState, info: TableInfo, predicate: Predicate | None = None) -> str | None:
-    """Live target rows with their (file, position, rowid): __file = -1 marks inlined rows.
+MERGE_BROADCAST_ROWS = 2_000_000  # a MERGE source of at most this many rows is broadcast to the target's tasks
 
-    With a predicate, files whose statistics exclude it are left out (inlined rows are always in).
+
+def _check_cardinality(ids: pa.Table, schema: str, table: str) -> None:
+    """Raise MergeCardinalityError when a target row (file, position, rowid) is among the hits more than once."""
+    if ids.num_rows < 2:
+        return
+    counts = ids.group_by(["__file", "__pos", "__rowid"]).aggregate([([], "count_all")])
+    dup = counts.filter(pc.greater(counts["count_all"], 1))
+    if dup.num_rows:
+        raise MergeCardinalityError(
+            f"MERGE into {schema}.{table}: several source rows match the target row with rowid "
+            f"{dup['__rowid'][0].as_py()}; each target row may be matched by at most one source row (nothing was "
+            "changed)")
+
+
+@dataclass(frozen=True)
+class TargetRows:
+    """Live rows of a DML target: `sql` yields scan.LOCATORS then the table's columns; `ids` turns the locators of
+    the rows a statement keeps into (__file, __pos, __rowid), __file = -1 marking inlined rows."""
+
+    sql: str
+    files: str  # scan.files_sql of the groups read
+
+    @staticmethod
+    def locators(alias: str) -> str:
+        return ", ".join(f"{alias}.{c}" for c in LOCATORS)
+
+    def ids(self, query: str, columns: list[str]) -> str:
+        """query (rows of `sql` with their LOCATORS, plus columns) as __file, __pos, __rowid, columns. The file map
+        is joined to these rows only, not to every row read."""
+        group, size, pos, rid = LOCATORS
+        rest = "".join(f", h.{c}" for c in columns)
+        return (f"SELECT /*+ BROADCAST(f) */ CAST(coalesce(f.file, -1) AS BIGINT) AS __file, h.{pos} AS __pos, "
+                f"CAST(coalesce(h.{rid}, f.start + h.{pos}) AS BIGINT) AS __rowid{rest} FROM ({query}) h "
+                f"LEFT JOIN ({self.files}) f ON f.grp = h.{group} AND f.size = h.{size}")
+
+
+def _target_rows_sql(state: LakeState, info: TableInfo, predicate: Predicate | None = None) -> TargetRows | None:
+    """Live target rows with their locators (see TargetRows); None when the table has no row.
+
+    With a predicate, files whose statistics exclude it are left out (inlined rows are always in). Files are read in
+    groups (one Parquet source each).
     """
-    parts = []
-    for task in plan_scan(state, info, predicate).files:
-        f = task.data_file
-        proj = _projection(info.columns, task)
-        where = []
-        if task.deleted_positions:
-            where.append(f"{POS} NOT IN ({', '.join(str(p) for p in task.deleted_positions)})")
-        if task.max_snapshot is not None:
-            where.append(f"{ident(SNAPSHOT_COLUMN)} <= {task.max_snapshot}")
-        inner_where = f" WHERE {' AND '.join(where)}" if where else ""
-        rowid = _rowid_expr(state, info, f.data_file_id)
-        parts.append(
-            f"SELECT CAST({f.data_file_id} AS BIGINT) AS __file, CAST({POS} AS BIGINT) AS __pos, "
-            f"CAST(__rid AS BIGINT) AS __rowid, {', '.join(ident(c.name) for c in info.columns)} FROM "
-            f"(SELECT {', '.join(proj)}, {POS}, {rowid} AS __rid "
-            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))})"
-            f"{inner_where}) x"
-        )
+    plan = plan_scan(state, info, predicate)
+    groups = file_groups(info.columns, plan, keyed=True)
+    parts = [group_sql(g, plan.snapshot_id, group=i) for i, g in enumerate(groups)]
     rows = [r for t in read_inlined(state, info, with_rowid=True) for r in t.to_pylist()]
     if rows:
         cols = ", ".join(ident(c.name) for c in info.columns)
@@ -293,9 +309,19 @@ def _target_rows_sql(state: LakeState, info: TableInfo, predicate: Predicate | N
             "(" + ", ".join([f"CAST({r['rowid']} AS BIGINT)"] + [literal(r[c.name], c) for c in info.columns]) + ")"
             for r in rows
         )
-        parts.append(f"SELECT CAST(-1 AS BIGINT) AS __file, CAST(-1 AS BIGINT) AS __pos, __rowid, {cols} "
-                     f"FROM VALUES {values} AS v(__rowid, {cols})")
-    return "\nUNION ALL\n".join(parts) if parts else None
+        group, size, pos, rid = LOCATORS  # inlined rows: no file (-1), their row ids as stored
+        parts.append(f"SELECT CAST(-1 AS INT) AS {group}, CAST(-1 AS BIGINT) AS {size}, CAST(-1 AS BIGINT) AS {pos}, "
+                     f"__rowid AS {rid}, {cols} FROM VALUES {values} AS v(__rowid, {cols})")
+    if not parts:
+        return None
+    return TargetRows("\nUNION ALL\n".join(parts), files_sql(groups))
+
+
+def _no_rows(info: TableInfo) -> TargetRows:
+    """An empty target (no file, no inlined row) with the columns of _target_rows_sql."""
+    nulls = ", ".join([f"CAST(NULL AS {'INT' if c == LOCATORS[0] else 'BIGINT'}) AS {c}" for c in LOCATORS]
+                      + [f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns])
+    return TargetRows(f"SELECT {nulls} WHERE false", files_sql([]))
 
 
 MAX_KEY_LIST = 1000  # a source with at most this many rows prunes target files by its key values, not just their range
@@ -547,44 +573,36 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     hits_df = None
     try:
         with _removed_on_error(done):
-            src.count()  # materialize now: the passes below read the same rows
+            n_source = src.count()  # materialize now: the passes below read the same rows
             # every target row counts when unmatched target rows change; otherwise only files that can match
             prune_by = None if by_source else merge_predicate(spark, src_view, base, on)
-            target_sql = _target_rows_sql(tx.base, base, prune_by) or (
-                "SELECT CAST(NULL AS BIGINT) AS __file, CAST(NULL AS BIGINT) AS __pos, CAST(NULL AS BIGINT) AS __rowid, "
-                + ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in base.columns) + " WHERE false")
-            target = f"({target_sql})"
+            rows_of = _target_rows_sql(tx.base, base, prune_by) or _no_rows(base)
+            target = f"({rows_of.sql})"
+            # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
+            hint = "/*+ BROADCAST(s) */ " if n_source <= MERGE_BROADCAST_ROWS else ""
             deletes: list[tuple[int, int, int]] = []
             matched_rows = None
             if matched or inserts:
                 idx = _first([w.condition for w in matched])
                 new = _values(matched, idx, cols, from_t, source=True) if matched else []
-                hits_df = spark.sql(
-                    f"SELECT t.__file, t.__pos, t.__rowid, s.__src_row, {idx} AS __clause"
-                    f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})"
+                hits_df = spark.sql(rows_of.ids(
+                    f"SELECT {hint}{rows_of.locators('t')}, s.__src_row, {idx} AS __clause"
+                    f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})",
+                    ["__src_row", "__clause", *([ident(c) for c in cols] if new else [])])
                     ).persist(StorageLevel.MEMORY_AND_DISK)
                 hits_df.createOrReplaceTempView(hit_view)
                 if matched:
-                    dup = spark.sql(f"SELECT __rowid FROM {hit_view} GROUP BY __file, __pos, __rowid "
-                                    "HAVING count(*) > 1 LIMIT 1").collect()
-                    if dup:
-                        raise MergeCardinalityError(
-                            f"MERGE into {schema}.{table}: several source rows match the target row with rowid "
-                            f"{dup[0][0]}; each target row may be matched by at most one source row (nothing was "
-                            "changed)")
+                    # one job joins, caches the hits and brings their ids (as Arrow) for the checks and the deletes
+                    ids = hits_df.select("__file", "__pos", "__rowid", "__clause").toArrow()
+                    _check_cardinality(ids, schema, table)
                     gone = [i for i, w in enumerate(matched) if w.action == "delete"]
                     upd = [i for i, w in enumerate(matched) if w.action == "update"]
-                    if gone:
-                        deletes += [tuple(r) for r in spark.sql(
-                            f"SELECT __file, __pos, __rowid FROM {hit_view} WHERE __clause IN "
-                            f"({', '.join(map(str, gone))})").collect()]
-                    if upd:
+                    acted = ids.filter(pc.is_in(ids["__clause"], value_set=pa.array(gone + upd, ids["__clause"].type)))
+                    deletes += list(zip(*(acted[c].to_pylist() for c in ("__file", "__pos", "__rowid")), strict=True))
+                    if upd and pc.any(pc.is_in(acted["__clause"], value_set=pa.array(upd, ids["__clause"].type))).as_py():
                         rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
-                        got = [tuple(r) for r in rows.select("__file", "__pos", "__rowid").collect()]
-                        if got:
-                            deletes += got
-                            done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
-                                                      table_dir, row_ids="__rowid")
+                        done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
+                                                  table_dir, row_ids="__rowid")
                 matched_rows = f"(SELECT DISTINCT __src_row FROM {hit_view})"
             if inserts:
                 idx = _first([w.condition for w in inserts])
@@ -595,9 +613,10 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             if by_source:
                 idx = _first([w.condition for w in by_source])
                 new = _values(by_source, idx, cols, from_t, source=False)
-                rest = spark.sql(f"SELECT t.__file, t.__pos, t.__rowid, {idx} AS __clause, {', '.join(new)} "
-                                 f"FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on}) WHERE ({idx}) >= 0"
-                                 ).persist(StorageLevel.MEMORY_AND_DISK)
+                rest = spark.sql(rows_of.ids(
+                    f"SELECT {rows_of.locators('t')}, {idx} AS __clause, {', '.join(new)} "
+                    f"FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on}) WHERE ({idx}) >= 0",
+                    ["__clause", *[ident(c) for c in cols]])).persist(StorageLevel.MEMORY_AND_DISK)
                 try:
                     gone = [i for i, w in enumerate(by_source) if w.action == "delete"]
                     upd = [i for i, w in enumerate(by_source) if w.action == "update"]

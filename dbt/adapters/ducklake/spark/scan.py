@@ -3,7 +3,9 @@
 The view's SQL reads the table's data files with Spark's native Parquet reader, one branch per group of files with
 the same physical layout, each column mapped as the reference maps it (field id, name mapping or position), renamed,
 reordered, promoted or filled with its initial default; positional deletes (delete files and inlined deletes) removed
-through `_metadata.row_index`; rows of partial files beyond the snapshot dropped; inlined rows added as literals.
+by a broadcast anti join on each row's file and `_metadata.row_index` (see KEY: the deleted positions are read from
+the delete files by Spark, or are literals when few); rows of partial files beyond the snapshot dropped; inlined rows
+added as literals.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..lake.inlined import read_inlined
 from ..lake.paths import to_local
 from ..lake.pruning import Predicate
 from ..lake.records import Column, NameMapping, TableInfo
-from ..lake.scan import FileScanTask, plan_scan
+from ..lake.scan import FileScanTask, ScanPlan, plan_scan
 from ..lake.state import LakeState
 from ..lake.types import parse_value
 from .sql_literals import ident, literal, string_literal
@@ -29,7 +31,6 @@ from .types import spark_schema, to_spark
 
 _FID = b"PARQUET:field_id"
 POS = "__ducklake_pos"
-MAX_LITERAL_DELETES = 5000  # more deleted positions than this in one file are read from its delete file instead
 
 
 @functools.lru_cache(maxsize=20000)
@@ -153,53 +154,190 @@ def table_sql(state: LakeState, table: TableInfo, predicate: Predicate | None = 
     """
     spark_schema(table.columns)
     plan = plan_scan(state, table, predicate)
-    columns = table.columns
-    # files share a branch when they map alike AND have the same physical types (Spark reads a branch with one schema)
-    groups: dict[tuple[tuple[str, ...], str, int | None], list[str]] = {}
-    branches: list[str] = []
-    for task in plan.files:
-        proj = _projection(columns, task)
-        uri = file_uri(task.data_file.path)
-        if not task.deleted_positions:
-            physical = str(_physical_schema(task.data_file.path, task.data_file.file_size_bytes).remove_metadata())
-            groups.setdefault((proj, physical, task.max_snapshot), []).append(uri)
-            continue
-        branches.append(_branch(proj, [uri], task.max_snapshot, task))
-    for (proj, _physical, max_snapshot), uris in groups.items():
-        by_dir: dict[str, list[str]] = {}
-        for uri in uris:  # Hadoop globs alternate within one directory: dir/{a,b}
-            directory, _, name = uri.rpartition("/")
-            by_dir.setdefault(directory, []).append(name)
-        for directory, names in by_dir.items():
-            branches.append(_branch(proj, [f"{directory}/{n}" for n in names], max_snapshot, None))
+    branches = [group_sql(g, plan.snapshot_id) for g in file_groups(table.columns, plan)]
     inlined = _inlined_sql(state, table)
     if inlined:
         branches.append(inlined)
     if not branches:
-        nulls = ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in columns)
+        nulls = ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in table.columns)
         return f"SELECT {nulls} WHERE false"
     return "\nUNION ALL\n".join(branches)
 
 
-def _branch(proj: tuple[str, ...], uris: list[str], max_snapshot: int | None, task: FileScanTask | None) -> str:
+# Deleted rows are removed by a broadcast anti join on one BIGINT key per row: the row's position, and in a source of
+# several files the file's size (`_metadata.file_size`, which is the catalog's file_size_bytes, as DuckDB relies on
+# too; sources are split so that sizes are unique in each) shifted above the position bits. Up to
+# MAX_LITERAL_DELETES keys per source are literals in the view's SQL; beyond that they are read by Spark from the
+# delete files themselves, so the SQL (parsed and analyzed on every query of the view) stays small.
+MAX_LITERAL_DELETES = 1000
+KEY = "__ducklake_key"  # the row's key in its source (see above)
+_DEL = "__ducklake_deleted"  # the relation alias of the deleted keys
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Data files read by one Parquet source (`dir/{a,b}`): same column mapping, physical types, snapshot bound and
+    directory. A group that needs row keys (deletes, or file ids for DML) also has files of distinct sizes."""
+
+    proj: tuple[str, ...]
+    physical: pa.Schema
+    max_snapshot: int | None
+    tasks: tuple[FileScanTask, ...]
+
+    @property
+    def source(self) -> str:
+        return _source([t.data_file.path for t in self.tasks])
+
+    @property
+    def shift(self) -> int:
+        """Bits of the position in a row key; 0: one file, the key is the position."""
+        if len(self.tasks) == 1:
+            return 0
+        return max(1, max(t.data_file.record_count for t in self.tasks).bit_length())
+
+    def key(self, task: FileScanTask, pos: int) -> int:
+        return (task.data_file.file_size_bytes << self.shift) + pos if self.shift else pos
+
+    @property
+    def key_sql(self) -> str:
+        if not self.shift:
+            return "_metadata.row_index"
+        return f"_metadata.file_size * {1 << self.shift} + _metadata.row_index"
+
+
+def file_groups(columns: Sequence[Column], plan: ScanPlan, keyed: bool = False) -> list[FileGroup]:
+    """The plan's files in groups Spark reads with one Parquet source each (one schema check per group and query).
+
+    keyed: every group must tell its files apart by size (see KEY); otherwise only groups with deletes must.
+    """
+    groups: dict[tuple[tuple[str, ...], str, int | None, str], list[FileScanTask]] = {}
+    physical: dict[tuple[tuple[str, ...], str, int | None, str], pa.Schema] = {}
+    for task in plan.files:
+        f = task.data_file
+        schema = _physical_schema(f.path, f.file_size_bytes)
+        key = (_projection(columns, task), str(schema.remove_metadata()), task.max_snapshot, f.path.rpartition("/")[0])
+        groups.setdefault(key, []).append(task)
+        physical.setdefault(key, schema)
+    out = []
+    for key, tasks in groups.items():
+        needs_keys = keyed or any(t.deleted_positions for t in tasks)
+        for part in (_distinct_sizes(tasks) if needs_keys else [tasks]):
+            out.append(FileGroup(key[0], physical[key], key[2], tuple(part)))
+    return out
+
+
+def _source(paths: Sequence[str]) -> str:
+    """The path of a Parquet source reading these files of one directory."""
+    uris = [file_uri(p) for p in paths]
     if len(uris) == 1:
-        source = uris[0]
-    else:
-        directory = uris[0].rpartition("/")[0]
-        source = directory + "/{" + ",".join(u.rpartition("/")[2] for u in uris) + "}"
-    where = []
-    if max_snapshot is not None:
-        where.append(f"{ident(SNAPSHOT_COLUMN)} <= {max_snapshot}")
-    inner = f"parquet.{ident(source)}"
-    if task is not None and task.deleted_positions:
-        inner = f"(SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(source)})"
-        positions = task.deleted_positions
-        if len(positions) <= MAX_LITERAL_DELETES:
-            where.append(f"{POS} NOT IN ({', '.join(str(p) for p in positions)})")
+        return uris[0]
+    directory = uris[0].rpartition("/")[0]  # Hadoop globs alternate within one directory: dir/{a,b}
+    return directory + "/{" + ",".join(u.rpartition("/")[2] for u in uris) + "}"
+
+
+def _distinct_sizes(tasks: list[FileScanTask]) -> list[list[FileScanTask]]:
+    """Tasks split so that no two files of a part have the same size, and a part's keys fit in a BIGINT."""
+    parts: list[tuple[set[int], list[FileScanTask]]] = []
+    for t in tasks:
+        size = t.data_file.file_size_bytes
+        for sizes, part in parts:
+            if size not in sizes:
+                sizes.add(size)
+                part.append(t)
+                break
         else:
-            where.append(f"{POS} NOT IN (SELECT pos FROM VALUES {', '.join(f'({p})' for p in positions)} AS d(pos))")
+            parts.append(({size}, [t]))
+    out = []
+    for _, part in parts:
+        bits = max(t.data_file.file_size_bytes for t in part).bit_length() + \
+            max(1, max(t.data_file.record_count for t in part).bit_length())
+        out += [part] if bits <= 62 else [[t] for t in part]  # a key that would overflow: one file per source
+    return out
+
+
+# Where a row of a DML target is (scan with `group`): its group (index), file size (the file within its group), position
+# and own row id (NULL when its file has none). The file id and row id come from these only for the rows a statement
+# changes (`files_sql`), not for every row read.
+LOCATORS = ("__ducklake_group", "__ducklake_size", POS, "__ducklake_rid")
+
+
+def group_sql(g: FileGroup, snapshot_id: int, group: int | None = None) -> str:
+    """One group's live rows: the table's columns, and with a group index also the LOCATORS in front."""
+    where = [f"{ident(SNAPSHOT_COLUMN)} <= {g.max_snapshot}"] if g.max_snapshot is not None else []
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    return f"SELECT {', '.join(proj)} FROM {inner}{clause}"
+    deleted = _deleted_keys_sql(g, snapshot_id)
+    source = f"parquet.{ident(g.source)}"
+    if deleted is None and group is None:
+        return f"SELECT {', '.join(g.proj)} FROM {source}{clause}"
+    cols = list(g.proj)
+    joins = ""
+    if deleted is not None:
+        joins = f" LEFT ANTI JOIN ({deleted}) {_DEL} ON {_DEL}.__ducklake_k = x.{KEY}"
+    if group is not None:
+        # files DuckDB rewrote keep their rows' ids in a column; other files' row ids are row_id_start + position
+        rid = f"x.{ident(ROW_ID_COLUMN)}" if ROW_ID_COLUMN in g.physical.names else "NULL"
+        cols = [f"CAST({group} AS INT) AS __ducklake_group", "x.__ducklake_size", f"CAST(x.{POS} AS BIGINT) AS {POS}",
+                f"CAST({rid} AS BIGINT) AS __ducklake_rid", *cols]
+    hint = f"/*+ BROADCAST({_DEL}) */ " if deleted is not None else ""
+    return (f"SELECT {hint}{', '.join(cols)} FROM (SELECT *, _metadata.row_index AS {POS}, _metadata.file_size AS "
+            f"__ducklake_size, {g.key_sql} AS {KEY} FROM {source}) x{joins}{clause}")
+
+
+def files_sql(groups: Sequence[FileGroup]) -> str:
+    """(grp, size, file, start): the data file id and row_id_start of each file of the groups (see LOCATORS)."""
+    rows = ", ".join(f"({i}, {t.data_file.file_size_bytes}, {t.data_file.data_file_id}, {t.data_file.row_id_start or 0})"
+                     for i, g in enumerate(groups) for t in g.tasks)
+    if not rows:
+        return "SELECT CAST(NULL AS INT) AS grp, CAST(NULL AS BIGINT) AS size, CAST(NULL AS BIGINT) AS file, " \
+               "CAST(NULL AS BIGINT) AS start WHERE false"
+    return (f"SELECT CAST(grp AS INT) AS grp, CAST(size AS BIGINT) AS size, CAST(file AS BIGINT) AS file, "
+            f"CAST(start AS BIGINT) AS start FROM VALUES {rows} AS v(grp, size, file, start)")
+
+
+def _deleted_keys_sql(g: FileGroup, snapshot_id: int) -> str | None:
+    """The keys (column k) of the group's deleted rows, or None when no row is deleted."""
+    total = sum(len(t.deleted_positions) for t in g.tasks)
+    if not total:
+        return None
+    literals: list[int] = []
+    from_files: dict[tuple[str, str], list[FileScanTask]] = {}
+    for t in g.tasks:
+        d = t.data_file.delete_file
+        if not t.deleted_positions:
+            continue
+        if total <= MAX_LITERAL_DELETES or d is None:
+            literals += [g.key(t, p) for p in t.deleted_positions]
+            continue
+        # the delete file's positions (those deleted by snapshot_id) are read by Spark; inlined deletes are literals
+        literals += [g.key(t, p) for p, begin in t.data_file.inlined_deletes if begin <= snapshot_id]
+        if d.begin_snapshot <= snapshot_id:
+            schema = _physical_schema(d.path, d.file_size_bytes)
+            from_files.setdefault((d.path.rpartition("/")[0], str(schema.remove_metadata())), []).append(t)
+    parts = []
+    for tasks in from_files.values():
+        parts.append(_delete_files_sql(g, tasks, snapshot_id))
+    if literals:
+        values = ", ".join(f"({k})" for k in literals)
+        parts.append(f"SELECT CAST(__ducklake_k AS BIGINT) AS __ducklake_k FROM VALUES {values} AS v(__ducklake_k)")
+    return " UNION ALL ".join(parts)
+
+
+def _delete_files_sql(g: FileGroup, tasks: list[FileScanTask], snapshot_id: int) -> str:
+    """Keys of the positions in delete files of one layout and directory (read by position, as the reference does:
+    file_path, pos[, snapshot]); positions deleted after snapshot_id (partial delete files) are left out."""
+    files = [t.data_file.delete_file for t in tasks]
+    schema = _physical_schema(files[0].path, files[0].file_size_bytes)  # type: ignore[union-attr]
+    pos = ident(schema.names[1])
+    where = f" WHERE d.{ident(schema.names[2])} <= {snapshot_id}" if len(schema.names) >= 3 else ""
+    glob = _source([d.path for d in files])  # type: ignore[union-attr]
+    if len(tasks) == 1:
+        return (f"SELECT CAST({g.key(tasks[0], 0)} + d.{pos} AS BIGINT) AS __ducklake_k FROM parquet.{ident(glob)} "
+                f"d{where}")
+    bases = ", ".join(f"({string_literal(d.path.rpartition('/')[2])}, {g.key(t, 0)})"  # type: ignore[union-attr]
+                      for d, t in zip(files, tasks, strict=True))
+    return (f"SELECT CAST(m.base + d.{pos} AS BIGINT) AS __ducklake_k FROM (SELECT *, _metadata.file_name AS "
+            f"__ducklake_name FROM parquet.{ident(glob)}) d JOIN (SELECT * FROM VALUES {bases} AS v(name, base)) m "
+            f"ON m.name = d.__ducklake_name{where}")
 
 
 def _inlined_sql(state: LakeState, table: TableInfo) -> str | None:
