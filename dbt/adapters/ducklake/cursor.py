@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 
 from .apply import apply_change
-from .router import Change, Passthrough, Transaction, route, split_statements
+from .router import Change, Passthrough, TempView, Transaction, route, split_statements
 
 if TYPE_CHECKING:
     from .connections import DuckLakeHandle
@@ -71,6 +71,13 @@ class DuckLakeCursor:
         if isinstance(routed, Passthrough):
             df = rt.spark.sql(routed.sql)
             self._df = df if df.columns else None
+            self.message = "OK"
+            return
+        if isinstance(routed, TempView):
+            # a DataFrame's temp view holds the analyzed plan: describing it or reading it (the incremental
+            # materialization does both) does not analyze the model's SQL, and the lake views it reads, again
+            df = rt.spark.sql(routed.query)
+            (df.createOrReplaceTempView if routed.replace else df.createTempView)(routed.name)
             self.message = "OK"
             return
         assert isinstance(routed, Change)

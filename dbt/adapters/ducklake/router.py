@@ -30,6 +30,17 @@ class Passthrough:
 
 
 @dataclass(frozen=True)
+class TempView:
+    """CREATE [OR REPLACE] TEMPORARY VIEW name AS query (dbt's temporary relations): the cursor keeps the query's
+    analyzed plan as the view (a DataFrame's temp view), so later statements on it are not analyzed from text again."""
+
+    name: str
+    query: str
+    replace: bool
+    refs: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True)
 class Transaction:
     action: str  # begin | commit | rollback
 
@@ -74,7 +85,7 @@ class MergeClause:
     insert_values: tuple[str, ...] = ()
 
 
-Statement = Passthrough | Transaction | Change
+Statement = Passthrough | Transaction | Change | TempView
 
 
 def split_statements(sql: str) -> list[str]:
@@ -113,8 +124,26 @@ def route(sql: str) -> Statement:
     except (ParseError, TokenError, ValueError):
         return Passthrough(sql, frozenset())
     refs = _refs(tree)
+    temp = _temp_view(sql, tree, refs)
+    if temp is not None:
+        return temp
     change = _change(sql, tree, refs)
     return change if change is not None else Passthrough(sql, refs)
+
+
+def _temp_view(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) -> TempView | None:
+    """A plain CREATE [OR REPLACE] TEMPORARY VIEW name AS query (no column list, no options), else None."""
+    if not isinstance(tree, exp.Create) or (tree.args.get("kind") or "").upper() != "VIEW":
+        return None
+    props = tree.args.get("properties")
+    if not props or [type(p) for p in props.expressions] != [exp.TemporaryProperty]:
+        return None
+    if not isinstance(tree.this, exp.Table) or tree.this.db or tree.args.get("exists"):
+        return None
+    query = _query_text(sql, _name_end(sql, tree.this.name), (TokenType.ALIAS,))
+    if not query:
+        return None
+    return TempView(tree.this.name, query, bool(tree.args.get("replace")), refs)
 
 
 def _first_words(sql: str) -> list[str]:
