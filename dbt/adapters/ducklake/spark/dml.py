@@ -340,13 +340,21 @@ def _comparable(col: Column | None, src_type: str | None) -> bool:
     return same and src_type != "binary"
 
 
-def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]]) -> list[Predicate]:
+def bounds_sql(relation: str, keys: list[tuple[str, str]]) -> str:
+    """The row key_bounds needs: count(*), then min and max (as strings) of each key's source column."""
+    aggs = "".join(f", CAST(min(s.{ident(sc)}) AS STRING), CAST(max(s.{ident(sc)}) AS STRING)" for _, sc in keys)
+    return f"SELECT count(*){aggs} FROM {relation} s"
+
+
+def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]], row: tuple | None = None
+               ) -> list[Predicate]:
     """For each (target column, source column) key pair, the target rows a key of `relation` (a SQL relation) can
-    equal: its values when the relation is small (MAX_KEY_LIST rows), else its [min, max] range."""
+    equal: its values when the relation is small (MAX_KEY_LIST rows), else its [min, max] range. row: the result of
+    bounds_sql, when the caller has it."""
     if not keys:
         return []
-    aggs = ", ".join(f"CAST(min(s.{ident(sc)}) AS STRING), CAST(max(s.{ident(sc)}) AS STRING)" for _, sc in keys)
-    row = spark.sql(f"SELECT count(*), {aggs} FROM {relation} s").collect()[0]
+    if row is None:
+        row = tuple(spark.sql(bounds_sql(relation, keys)).collect()[0])
     small = row[0] <= MAX_KEY_LIST
     parts: list[Predicate] = []
     for i, (tc, sc) in enumerate(keys):
@@ -368,20 +376,12 @@ def _all(parts: list[Predicate]) -> Predicate | None:
     return parts[0] if len(parts) == 1 else And(tuple(parts))
 
 
-def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: str) -> Predicate | None:
-    """What the target rows a MERGE can match must satisfy, for file pruning.
-
-    From the ON condition: its terms on target columns and literals (e.g. incremental predicates), and for each
-    equality t.<col> = s.<col>, the source keys' range (their values too, when the source is small). A key pair is
-    used only when both sides have the same type (or both are integers), so Spark compares them as the stats do.
-    """
-    parts: list[Predicate] = []
-    own = to_predicate(on, info.columns, ("t",))
-    if own is not None:
-        parts.append(own)
+def merge_keys(spark: SparkSession, source_view: str, info: TableInfo, on: str) -> list[tuple[str, str]]:
+    """The (target column, source column) pairs of the ON condition's equalities t.<col> = s.<col> whose sides have
+    the same type (or both are integers), so that Spark compares source values as the target's stats do."""
     src_types = {f.name.lower(): f.dataType.simpleString() for f in spark.table(source_view).schema.fields}
     target = {c.name.lower(): c for c in info.columns}
-    keys: list[tuple[str, str]] = []  # (target column, source column)
+    keys: list[tuple[str, str]] = []
     for term in conjuncts(on):
         if not isinstance(term, exp.EQ):
             continue
@@ -395,7 +395,24 @@ def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: 
         col = target.get(a[1].lower())
         if _comparable(col, src_types.get(b[1].lower())):
             keys.append((col.name, b[1]))  # type: ignore[union-attr]
-    parts += key_bounds(spark, source_view, keys)
+    return keys
+
+
+def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: str,
+                    keys: list[tuple[str, str]] | None = None, bounds: tuple | None = None) -> Predicate | None:
+    """What the target rows a MERGE can match must satisfy, for file pruning.
+
+    From the ON condition: its terms on target columns and literals (e.g. incremental predicates), and for each
+    key pair (merge_keys), the source keys' range (their values too, when the source is small). keys and bounds
+    (bounds_sql's row): when the caller has them.
+    """
+    parts: list[Predicate] = []
+    own = to_predicate(on, info.columns, ("t",))
+    if own is not None:
+        parts.append(own)
+    if keys is None:
+        keys = merge_keys(spark, source_view, info, on)
+    parts += key_bounds(spark, source_view, keys, bounds)
     return _all(parts)
 
 
@@ -573,9 +590,12 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     hits_df = None
     try:
         with _removed_on_error(done):
-            n_source = src.count()  # materialize now: the passes below read the same rows
             # every target row counts when unmatched target rows change; otherwise only files that can match
-            prune_by = None if by_source else merge_predicate(spark, src_view, base, on)
+            keys = [] if by_source else merge_keys(spark, src_view, base, on)
+            # one job materializes the source now (the passes below read the same rows) and bounds its keys
+            bounds = tuple(spark.sql(bounds_sql(src_view, keys)).collect()[0])
+            n_source = bounds[0]
+            prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
             rows_of = _target_rows_sql(tx.base, base, prune_by) or _no_rows(base)
             target = f"({rows_of.sql})"
             # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
@@ -603,7 +623,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
                         rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
                         done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
                                                   table_dir, row_ids="__rowid")
-                matched_rows = f"(SELECT DISTINCT __src_row FROM {hit_view})"
+                matched_rows = f"(SELECT __src_row FROM {hit_view})"  # an anti join needs no DISTINCT
             if inserts:
                 idx = _first([w.condition for w in inserts])
                 vals = _values(inserts, idx, cols, {}, source=True)
