@@ -442,13 +442,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    run_benchmark(args, "dbt-ducklake-bench", {"spark.driver.memory": args.driver_memory,
+                                               "spark.sql.shuffle.partitions": "4"}, run)
+
+
+def run_benchmark(args: argparse.Namespace, app_name: str, conf: dict[str, str],
+                  body: Callable[[SparkSession, argparse.Namespace, str], dict[str, Any]]) -> None:
+    """A run directory under args.workdir (removed after unless args.keep) and a session for body; the report it
+    returns goes to args.json_out."""
     run_dir = os.path.join(os.path.abspath(args.workdir), f"run-{os.getpid()}-{int(time.time())}")
     os.makedirs(run_dir)
-    spark = build_session(args.master, "dbt-ducklake-bench", {"spark.driver.memory": args.driver_memory,
-                                                              "spark.sql.shuffle.partitions": "4"})
+    spark = build_session(args.master, app_name, conf)
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        report = run(spark, args, run_dir)
+        report = body(spark, args, run_dir)
     finally:
         spark.stop()
         if not args.keep:
