@@ -67,7 +67,7 @@ class DuckLakeCursor:
             self.message = routed.action.upper()
             return
         rt = h.runtime
-        rt.names.refresh(routed.refs)
+        rt.names.refresh(routed.refs, h.creds.schema)
         if isinstance(routed, Passthrough):
             df = rt.spark.sql(routed.sql)
             self._df = df if df.columns else None

@@ -26,7 +26,7 @@ class RoutingError(ValueError):
 @dataclass(frozen=True)
 class Passthrough:
     sql: str
-    refs: frozenset[tuple[str, str]]  # two-part names read (schema, name), lower case
+    refs: frozenset[tuple[str, str]]  # names read (schema, name), lower case; schema "" when unqualified
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,8 @@ def _first_words(sql: str) -> list[str]:
 
 
 def _refs(tree: exp.Expression) -> frozenset[tuple[str, str]]:
-    return frozenset((t.db.lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.db and t.name)
+    # a bare name is ("", name): it means the profile's schema, if the lake has it there (see LakeNames.refresh)
+    return frozenset(((t.db or "").lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.name)
 
 
 def _target(node: exp.Expression | None) -> tuple[str | None, str | None]:

@@ -1,7 +1,6 @@
-"""dbt-tests-adapter's snapshot suites on this adapter: basic check-cols and timestamp, simple_snapshot (column
-names, unique key lists). Not yet here (issue 6, next): the dbt_valid_to_current class (it reads rows by position
-without ORDER BY), the hard_deletes='new_record' classes and the ephemeral hard-deletes class (it reads an
-unqualified table name)."""
+"""dbt-tests-adapter's snapshot suites on this adapter: basic check-cols and timestamp, and simple_snapshot (simple,
+check, column names, unique key lists, dbt_valid_to_current, hard_deletes='new_record' in timestamp and check modes,
+ephemeral sources with hard deletes)."""
 
 from __future__ import annotations
 
@@ -77,3 +76,65 @@ class TestSnapshotMultiUniqueKey(BaseSnapshotMultiUniqueKey):
 
 
 
+
+
+from dbt.tests.adapter.simple_snapshot.new_record_check_mode import BaseSnapshotNewRecordCheckMode  # noqa: E402
+from dbt.tests.adapter.simple_snapshot.new_record_dbt_valid_to_current import (  # noqa: E402
+    BaseSnapshotNewRecordDbtValidToCurrent,
+)
+from dbt.tests.adapter.simple_snapshot.new_record_timestamp_mode import (  # noqa: E402
+    BaseSnapshotNewRecordTimestampMode,
+)
+from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes import (  # noqa: E402
+    BaseSnapshotEphemeralHardDeletes,
+)
+from dbt.tests.adapter.simple_snapshot.test_various_configs import BaseSnapshotDbtValidToCurrent  # noqa: E402
+
+
+class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
+    pass
+
+
+class TestSnapshotNewRecordCheckMode(BaseSnapshotNewRecordCheckMode):
+    pass
+
+
+class TestSnapshotNewRecordDbtValidToCurrent(BaseSnapshotNewRecordDbtValidToCurrent):
+    pass
+
+
+class TestSnapshotEphemeralHardDeletes(BaseSnapshotEphemeralHardDeletes):
+    pass
+
+
+class TestSnapshotDbtValidToCurrent(BaseSnapshotDbtValidToCurrent):
+    """The base test reads rows by position with no ORDER BY (PostgreSQL's heap order: the 20 first versions by id,
+    then the new ones). A lake read has no such order, so the same rows are checked here in an explicit order: the
+    first versions by id, then the new versions by id."""
+
+    def test_valid_to_current(self, project: object) -> None:
+        import datetime
+
+        from dbt.tests.adapter.simple_snapshot import test_various_configs as base
+        from dbt.tests.util import check_relations_equal, run_dbt, run_sql_with_adapter
+
+        current = datetime.datetime(2099, 12, 31, 0, 0)
+        select = ("select id, test_scd_id, test_valid_to from (select *, row_number() over (partition by id order by "
+                  "test_valid_from) as version from {schema}.snapshot_actual) as s order by version, id")
+        for sql in (base.create_seed_sql, base.create_snapshot_expected_sql, base.seed_insert_sql,
+                    base.populate_snapshot_expected_valid_to_current_sql):
+            project.run_sql(sql)  # type: ignore[attr-defined]
+        assert len(run_dbt(["snapshot"])) == 1
+        original = run_sql_with_adapter(project.adapter, select, "all")  # type: ignore[attr-defined]
+        assert len(original) == 20 and all(r[2] == current for r in original)
+
+        project.run_sql(base.invalidate_sql)  # type: ignore[attr-defined]
+        project.run_sql(base.update_with_current_sql)  # type: ignore[attr-defined]
+        assert len(run_dbt(["snapshot"])) == 1
+        updated = run_sql_with_adapter(project.adapter, select, "all")  # type: ignore[attr-defined]
+        assert len(updated) == 31
+        assert updated[0][2] == current
+        # the first version of id 10 is closed at its update time; its new version is current
+        assert updated[9][0] == 10 and updated[9][2] == datetime.datetime(2016, 8, 20, 16, 44, 49)
+        assert updated[20][0] == 10 and updated[20][2] == current
+        check_relations_equal(project.adapter, ["snapshot_actual", "snapshot_expected"])  # type: ignore[attr-defined]

@@ -58,12 +58,21 @@ class LakeNames:
                 self._state = self.lake.snapshot(latest)
             return self._state
 
-    def refresh(self, refs: Iterable[tuple[str, str]]) -> None:
-        """Make each referenced (schema, name) that is a lake table or view resolve to its latest version."""
+    def refresh(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None) -> None:
+        """Make each referenced (schema, name) that is a lake table or view resolve to its latest version. An
+        unqualified name (schema "") is looked up in `default_schema`; when the lake has it there, that schema becomes
+        Spark's current database, so the bare name resolves to it (as a dbt-spark connection opened on the profile's
+        schema does)."""
         with self._lock:
             st = self.state()
             for schema, name in refs:
-                self._refresh_one(st, schema, name)
+                if schema:
+                    self._refresh_one(st, schema, name)
+                elif default_schema and (ci_lookup(st.tables, (default_schema, name)) is not None
+                                         or ci_lookup(st.views, (default_schema, name)) is not None):
+                    self._refresh_one(st, default_schema, name)
+                    if self.spark.catalog.currentDatabase().lower() != default_schema.lower():
+                        self.spark.catalog.setCurrentDatabase(default_schema)
 
     def refresh_all(self) -> None:
         with self._lock:

@@ -115,3 +115,10 @@
 {% macro ducklake__listagg(measure, delimiter_text, order_by_clause, limit_num) -%}
   {{- return(adapter.listagg_sql(measure, delimiter_text, order_by_clause, limit_num)) -}}
 {%- endmacro %}
+
+
+{#- dbt-spark's version returns the rows of DESCRIBE EXTENDED (its Python side parses them); dbt's own macros, such as
+    the hard_deletes='new_record' staging, read column objects with .name from it. -#}
+{% macro ducklake__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
