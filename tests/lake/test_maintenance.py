@@ -334,7 +334,7 @@ def _unnumbered(found: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize(("backend", "scenario"), _by_backend(
-    ["inlined", "updates", "repeated_deletes", "schema_evolution", "partitioning"], ["inlined", "schema_evolution"]))
+    ["inlined", "updates", "repeated_deletes", "schema_evolution", "partitioning"], ["schema_evolution"]))
 def test_flush_inlined_data_like_duckdb(tmp_path: Path, backend: str, scenario: str,
                                         request: pytest.FixtureRequest) -> None:
     ours, theirs = _pair(tmp_path, backend, scenario, request)
@@ -411,6 +411,22 @@ def test_merge_and_flush_on_our_lake_then_duckdb_maintains_it(tmp_path: Path, ba
     _compare_op(ours, theirs)
 
 
+def _rows_at_every_snapshot(lk: Lake) -> dict[tuple[int, str], list[Any]]:
+    """DuckDB's rows of t, u and p at every snapshot where they exist, plus the snapshots' change strings."""
+    out: dict[tuple[int, str], list[Any]] = {}
+    with reference.attached(lk.url, read_only=True) as con:
+        snaps = con.execute("SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY 1").fetchall()
+        out[(-1, "snapshots")] = [tuple(r) for r in snaps]
+        for sid, _ in snaps:
+            for name in ("t", "u", "p"):
+                try:
+                    rows = con.execute(f"SELECT rowid, * FROM lake.main.{name} AT (VERSION => {sid}) ORDER BY rowid")
+                except duckdb.CatalogException:
+                    continue  # not created yet
+                out[(sid, name)] = rows.fetchall()
+    return out
+
+
 def _sized_files(con: Any, lake: str) -> None:
     """t: 6 files of growing size (about 280 B .. 1.8 kB); u: 10 files of ~190 B with a table-scope target_file_size
     of 600 B (groups of 4, 4, 2); p: partitioned, 3 files per partition value of ~290 B."""
@@ -468,6 +484,16 @@ def test_merge_adjacent_options_like_duckdb(tmp_path: Path, kw: dict[str, Any], 
         want.setdefault((s, t), []).append(n)
     assert {(s, t): (n, m) for s, t, n, m in got} == {k: (sum(v), len(v)) for k, v in want.items()}
     assert got, "the case must merge something"
-    _compare_op(ours, theirs)
+    # cheaper than _compare_op (these lakes have ~30 snapshots): DuckDB's rows at every snapshot, our latest rows
+    assert _rows_at_every_snapshot(ours) == _rows_at_every_snapshot(theirs)
+    assert _counts(ours) == _counts(theirs)
+    for lk in (ours, theirs):
+        lake = DuckLake.open(lk.url)
+        st = lake.snapshot()
+        for name in ("t", "u", "p"):
+            assert arrow_rows(read_arrow(st, st.table("main", name))) == plain_rows(
+                lk.duck(f"SELECT rowid, * FROM lake.main.{name} ORDER BY rowid")), (lk.root, name)
+        lake.close()
+    assert _unnumbered(violations(ours.url)) == _unnumbered(violations(theirs.url)) == []
     live = "SELECT table_id, count(*) FROM {p}ducklake_data_file WHERE end_snapshot IS NULL GROUP BY 1 ORDER BY 1"
     assert ours.rows(live) == theirs.rows(live)
