@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.support import reference
 
@@ -45,7 +45,8 @@ class TestMaintenanceOperations:
                                        ).fetchone()[0]
         assert files_before >= 4  # Spark writes a file per task
 
-        run_dbt(["run-operation", "ducklake_merge_adjacent_files", "--args", _args(schema=schema, table="inc")])
+        run_dbt(["run-operation", "ducklake_merge_adjacent_files", "--args",
+                 _args(schema=schema, table="inc", max_compacted_files=1, min_file_size=1)])  # DuckDB's options
         with reference.attached(catalog, read_only=True) as con:
             assert con.execute(f"SELECT count(*) FROM ducklake_list_files('lake', 'inc', schema => '{schema}')"
                                ).fetchone()[0] == 1
@@ -58,7 +59,7 @@ class TestMaintenanceOperations:
 
         future = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).isoformat()
         run_dbt(["run-operation", "ducklake_expire_snapshots", "--args", _args(older_than=future)])
-        run_dbt(["run-operation", "ducklake_cleanup_old_files", "--args", _args(all=True)])
+        run_dbt(["run-operation", "ducklake_cleanup_old_files", "--args", _args(cleanup_all=True)])  # DuckDB's name
         run_dbt(["run-operation", "ducklake_delete_orphaned_files", "--args", _args(dry_run=True)])
         run_dbt(["run-operation", "ducklake_flush_inlined_data"])  # nothing inlined by us: a no-op
         with reference.attached(catalog, read_only=True) as con:
@@ -73,8 +74,16 @@ class TestMaintenanceOperations:
         catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
         with reference.attached(catalog, read_only=True) as con:
             before = con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall()
-        run_dbt(["run-operation", "ducklake_expire_snapshots", "--args", _args(versions=[999999])], expect_pass=False)
+        # as in DuckDB, a missing id (or the latest) is skipped, not an error: the run-operation says so
+        _, log = run_dbt_and_capture(["run-operation", "ducklake_expire_snapshots", "--args",
+                                      _args(versions=[999999])])
+        assert "skipped [999999]" in log, log
+        run_dbt(["run-operation", "ducklake_expire_snapshots", "--args", _args(versions=[])], expect_pass=False)
         run_dbt(["run-operation", "ducklake_merge_adjacent_files", "--args", _args(target_file_size=-1)],
+                expect_pass=False)
+        run_dbt(["run-operation", "ducklake_merge_adjacent_files", "--args",
+                 _args(min_file_size=10, max_file_size=5)], expect_pass=False)
+        run_dbt(["run-operation", "ducklake_cleanup_old_files", "--args", _args(all=True, cleanup_all=False)],
                 expect_pass=False)
         with reference.attached(catalog, read_only=True) as con:
             assert con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall() == before

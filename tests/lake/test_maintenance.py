@@ -7,36 +7,62 @@ import datetime as dt
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pytest
+from psycopg import sql as pgsql
+from sqlalchemy.engine import make_url
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, read_arrow, write_data_files
 from dbt.adapters.ducklake.lake import maintenance as mt
+from tests.conftest import _catalog_url
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference
 from tests.support.invariants import violations
+from tests.support.postgres import PostgresServer
 from tests.support.reference_lakes import build, reference_state
 
 FUTURE = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
 
 
 class Lake:
-    """A lake in its own directory: catalog file plus data/ (copies get their data_path rewritten)."""
+    """A lake in its own directory: catalog (a file there, or a PostgreSQL database) plus data/; copies get their
+    data_path rewritten."""
 
-    def __init__(self, root: Path, backend: str) -> None:
+    def __init__(self, root: Path, backend: str, request: pytest.FixtureRequest | None = None,
+                 url: str | None = None) -> None:
         self.root = root
         self.backend = backend
+        self.request = request
         (root / "data").mkdir(parents=True, exist_ok=True)
-        name = "m.ducklake" if backend == "duckdb" else "m.sqlite"
-        self.url = f"{'duckdb' if backend == 'duckdb' else 'sqlite'}:///{root}/{name}"
+        if url is not None:
+            self.url = url
+        elif backend == "postgres":
+            assert request is not None
+            self.url = _catalog_url("postgres", request, root)
+        else:
+            name = "m.ducklake" if backend == "duckdb" else "m.sqlite"
+            self.url = f"{'duckdb' if backend == 'duckdb' else 'sqlite'}:///{root}/{name}"
         self.data = str(root / "data") + "/"
 
     def copy(self, root: Path) -> Lake:
         shutil.copytree(self.root, root)
-        other = Lake(root, self.backend)
+        url = None
+        if self.backend == "postgres":  # a second database cloned from this one (nobody may be connected to it)
+            assert self.request is not None
+            server: PostgresServer = self.request.getfixturevalue("pg_server")
+            source = make_url(self.url).database
+            name = f"{source}_copy"[:63]
+            with server.connect() as con:
+                con.execute(pgsql.SQL("CREATE DATABASE {} TEMPLATE {}").format(pgsql.Identifier(name),
+                                                                              pgsql.Identifier(source)))
+            server._created.append(name)
+            url = server.database_url(name)
+        other = Lake(root, self.backend, self.request, url)
         lake = DuckLake.open(other.url)
         with lake.db.write() as conn:
             lake.db.execute(conn, "UPDATE {p}ducklake_metadata SET value = :v WHERE key = 'data_path' AND scope IS NULL",
@@ -88,8 +114,18 @@ def _counts(lk: Lake) -> tuple[int, int, int]:
             lk.rows("SELECT count(*) FROM {p}ducklake_files_scheduled_for_deletion")[0][0])
 
 
-BACKENDS = [pytest.param("duckdb", id="duckdb"), pytest.param("sqlite", id="sqlite")]
+PG = pytest.mark.postgres
+BACKENDS = [pytest.param("duckdb", id="duckdb"), pytest.param("sqlite", id="sqlite"),
+            pytest.param("postgres", id="postgres", marks=PG)]
 SCENARIOS = ["repeated_deletes", "updates", "schema_evolution", "partitioning", "inlined", "drops", "compaction"]
+# PostgreSQL runs the scenarios that exercise its own catalog code paths (typed inlined values, dropped tables,
+# partition values, compaction); the others differ from SQLite only in SQL both share
+PG_SCENARIOS = ["inlined", "drops", "partitioning", "compaction"]
+
+
+def _by_backend(scenarios: list[str], pg: list[str]) -> list[Any]:
+    out = [pytest.param(b, s, id=f"{b}-{s}") for b in ("duckdb", "sqlite") for s in scenarios]
+    return out + [pytest.param("postgres", s, id=f"postgres-{s}", marks=PG) for s in pg]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -97,15 +133,16 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _pair(tmp_path: Path, backend: str, scenario: str) -> tuple[Lake, Lake]:
-    ours = Lake(tmp_path / "ours", backend)
+def _pair(tmp_path: Path, backend: str, scenario: str, request: pytest.FixtureRequest) -> tuple[Lake, Lake]:
+    ours = Lake(tmp_path / "ours", backend, request)
     build(ours.url, ours.data, scenario)
     return ours, ours.copy(tmp_path / "theirs")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_expire_and_cleanup_like_duckdb(tmp_path: Path, backend: str, scenario: str) -> None:
-    ours, theirs = _pair(tmp_path, backend, scenario)
+@pytest.mark.parametrize(("backend", "scenario"), _by_backend(SCENARIOS, PG_SCENARIOS))
+def test_expire_and_cleanup_like_duckdb(tmp_path: Path, backend: str, scenario: str,
+                                        request: pytest.FixtureRequest) -> None:
+    ours, theirs = _pair(tmp_path, backend, scenario, request)
     ids = [r[0] for r in ours.rows("SELECT snapshot_id FROM {p}ducklake_snapshot ORDER BY 1")]
     expire = ids[1:-1:2]  # every other snapshot but the first and the latest
     lake = DuckLake.open(ours.url)
@@ -130,8 +167,8 @@ def test_expire_and_cleanup_like_duckdb(tmp_path: Path, backend: str, scenario: 
     assert violations(ours.url) == violations(theirs.url)  # DuckDB-written lakes can trip the float-stats check
 
 
-def test_expire_older_than_and_noop(tmp_path: Path, backend: str) -> None:
-    ours, theirs = _pair(tmp_path, backend, "repeated_deletes")
+def test_expire_older_than_and_noop(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    ours, theirs = _pair(tmp_path, backend, "repeated_deletes", request)
     lake = DuckLake.open(ours.url)
     assert mt.expire_snapshots(lake) == []  # no criteria and no expire_older_than option: nothing, like DuckDB
     got = mt.expire_snapshots(lake, older_than=FUTURE)
@@ -142,28 +179,126 @@ def test_expire_older_than_and_noop(tmp_path: Path, backend: str) -> None:
     assert _counts(ours) == _counts(theirs)
 
 
-def test_bad_input_changes_nothing(tmp_path: Path, backend: str) -> None:
-    ours = Lake(tmp_path / "ours", backend)
-    build(ours.url, ours.data, "repeated_deletes")
-    before = (ours.rows("SELECT * FROM {p}ducklake_snapshot ORDER BY 1"), _counts(ours), ours.files())
+def _catalog_rows(lk: Lake) -> tuple[Any, ...]:
+    return (lk.rows("SELECT snapshot_id, schema_version FROM {p}ducklake_snapshot ORDER BY 1"), _counts(lk),
+            lk.files())
+
+
+# (our call, DuckDB's call): both must refuse, and leave the lake as it was
+BAD_INPUT = [
+    pytest.param(lambda lk: mt.expire_snapshots(lk, versions=[]), "expire_snapshots('lake', versions => [])",
+                 "empty", id="expire-empty-list"),
+    pytest.param(lambda lk: mt.expire_snapshots(lk, versions=[-1]), "expire_snapshots('lake', versions => [-1])",
+                 "negative", id="expire-negative"),
+    pytest.param(lambda lk: mt.expire_snapshots(lk, versions=[1], older_than=FUTURE),
+                 f"expire_snapshots('lake', versions => [1], older_than => TIMESTAMPTZ '{FUTURE.isoformat()}')",
+                 "not both", id="expire-both-criteria"),
+    pytest.param(lambda lk: mt.cleanup_old_files(lk, all=True, older_than=FUTURE),
+                 f"cleanup_old_files('lake', cleanup_all => true, older_than => TIMESTAMPTZ '{FUTURE.isoformat()}')",
+                 "not both", id="cleanup-both-criteria"),
+    pytest.param(lambda lk: mt.delete_orphaned_files(lk, all=True, older_than=FUTURE),
+                 f"delete_orphaned_files('lake', cleanup_all => true, older_than => TIMESTAMPTZ "
+                 f"'{FUTURE.isoformat()}')", "not both", id="orphans-both-criteria"),
+    pytest.param(lambda lk: mt.merge_adjacent_files(lk, max_compacted_files=0),
+                 "merge_adjacent_files('lake', max_compacted_files => 0)", "greater than zero", id="merge-max-files-0"),
+    pytest.param(lambda lk: mt.merge_adjacent_files(lk, max_file_size=0),
+                 "merge_adjacent_files('lake', max_file_size => 0)", "positive", id="merge-max-size-0"),
+    pytest.param(lambda lk: mt.merge_adjacent_files(lk, min_file_size=500, max_file_size=500),
+                 "merge_adjacent_files('lake', min_file_size => 500, max_file_size => 500)", "less than",
+                 id="merge-min-not-below-max"),
+    pytest.param(lambda lk: mt.merge_adjacent_files(lk, "main", "nope"), "merge_adjacent_files('lake', 'nope')",
+                 "nope", id="merge-no-table"),
+    pytest.param(lambda lk: mt.flush_inlined_data(lk, "nope"), "flush_inlined_data('lake', schema_name => 'nope')",
+                 "nope", id="flush-no-schema"),
+]
+
+
+@pytest.mark.parametrize(("ours_call", "duck_call", "message"), BAD_INPUT)
+def test_bad_input_refused_like_duckdb(tmp_path: Path, ours_call: Any, duck_call: str, message: str) -> None:
+    ours = Lake(tmp_path / "ours", "duckdb")
+    with reference.attached(ours.url, data_path=ours.data) as con:  # small: a few snapshots, files, inlined rows
+        for stmt in ("CALL lake.set_option('data_inlining_row_limit', 2)", "CREATE TABLE lake.t (i INTEGER)",
+                     "INSERT INTO lake.t VALUES (1)", "INSERT INTO lake.t VALUES (2), (3), (4)",
+                     "INSERT INTO lake.t VALUES (5), (6), (7)", "DELETE FROM lake.t WHERE i IN (2, 3, 4)"):
+            con.execute(stmt)
+    theirs = ours.copy(tmp_path / "theirs")
+    before = _catalog_rows(ours)
     lake = DuckLake.open(ours.url)
-    latest = lake.latest_snapshot_id()
-    with pytest.raises(ValueError, match="do not exist"):
-        mt.expire_snapshots(lake, versions=[1, 999])
-    with pytest.raises(ValueError, match="latest"):
-        mt.expire_snapshots(lake, versions=[latest])
-    with pytest.raises(ValueError, match="not both"):
-        mt.expire_snapshots(lake, versions=[1], older_than=FUTURE)
-    with pytest.raises(ValueError, match="not both"):
-        mt.cleanup_old_files(lake, all=True, older_than=FUTURE)
-    with pytest.raises(ValueError, match="positive"):
-        mt.merge_adjacent_files(lake, target_file_size=-5)
+    with pytest.raises(Exception, match=message):
+        ours_call(lake)
     lake.close()
-    assert (ours.rows("SELECT * FROM {p}ducklake_snapshot ORDER BY 1"), _counts(ours), ours.files()) == before
+    with pytest.raises(duckdb.Error):
+        theirs.duck(f"CALL ducklake_{duck_call}")
+    assert _catalog_rows(ours) == before == _catalog_rows(theirs)
 
 
-def test_delete_orphaned_files(tmp_path: Path, backend: str) -> None:
-    ours, theirs = _pair(tmp_path, backend, "updates")
+def test_expire_skips_like_duckdb(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    """Ids that do not exist, the latest snapshot and already expired ids are skipped silently, by both."""
+    ours, theirs = _pair(tmp_path, backend, "repeated_deletes", request)
+    latest = ours.rows("SELECT max(snapshot_id) FROM {p}ducklake_snapshot")[0][0]
+    cases = [
+        ([999], False), ([latest], False), ([2, 999, latest], True), ([2, 999, latest], False), ([2], False),
+    ]
+    for versions, dry in cases:
+        lake = DuckLake.open(ours.url)
+        got = [s.snapshot_id for s in mt.expire_snapshots(lake, versions=versions, dry_run=dry)]
+        lake.close()
+        theirs_got = [r[0] for r in theirs.duck(
+            f"CALL ducklake_expire_snapshots('lake', versions => {versions}, dry_run => {str(dry).lower()})")]
+        assert got == theirs_got == ([2] if versions == [2, 999, latest] and (dry or got) else []), (versions, dry)
+        assert _catalog_rows(ours)[:2] == _catalog_rows(theirs)[:2]
+    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)
+    lake = DuckLake.open(ours.url)
+    assert mt.expire_snapshots(lake, older_than=past) == []
+    assert [s.snapshot_id for s in mt.expire_snapshots(lake, older_than=FUTURE, dry_run=True)] == [
+        r[0] for r in theirs.duck(f"CALL ducklake_expire_snapshots('lake', older_than => TIMESTAMPTZ "
+                                  f"'{FUTURE.isoformat()}', dry_run => true)")]
+    lake.close()
+    assert theirs.duck(f"CALL ducklake_expire_snapshots('lake', older_than => TIMESTAMPTZ '{past.isoformat()}')") == []
+    assert ours.rows("SELECT snapshot_id FROM {p}ducklake_snapshot ORDER BY 1") == theirs.rows(
+        "SELECT snapshot_id FROM {p}ducklake_snapshot ORDER BY 1")
+    assert _view(reference_state(ours.url)) == _view(reference_state(theirs.url))
+    assert _counts(ours) == _counts(theirs)
+
+
+def test_age_options_like_duckdb(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    """expire_older_than / delete_older_than in DuckDB's interval forms steer the calls made without criteria;
+    DuckDB reads the options we store, and we read the ones it stores."""
+    ours, theirs = _pair(tmp_path, backend, "updates", request)
+    lake = DuckLake.open(ours.url)
+    lake.set_option("expire_older_than", "1 week 2 days")
+    assert mt.expire_snapshots(lake) == []  # every snapshot is younger
+    lake.close()
+    theirs.duck("CALL lake.set_option('expire_older_than', '1 week 2 days')")
+    assert theirs.duck("CALL ducklake_expire_snapshots('lake')") == []
+    time.sleep(1.1)
+    lake = DuckLake.open(ours.url)
+    lake.set_option("expire_older_than", "00:00:01")
+    lake.set_option("delete_older_than", "1 month")
+    got = [s.snapshot_id for s in mt.expire_snapshots(lake)]
+    assert mt.cleanup_old_files(lake) == []  # scheduled just now
+    lake.close()
+    assert ours.duck("SELECT option_name, value FROM lake.options() WHERE option_name LIKE '%older_than' "
+                     "ORDER BY 1") == [("delete_older_than", "1 month"), ("expire_older_than", "00:00:01")]
+    theirs.duck("CALL lake.set_option('expire_older_than', '00:00:01')",
+                "CALL lake.set_option('delete_older_than', '1 month')")
+    assert [r[0] for r in theirs.duck("CALL ducklake_expire_snapshots('lake')")] == got and len(got) > 3
+    assert theirs.duck("CALL ducklake_cleanup_old_files('lake')") == []
+    time.sleep(1.1)
+    theirs.duck("CALL lake.set_option('delete_older_than', '1 second')")
+    lake = DuckLake.open(ours.url)
+    assert lake.option("delete_older_than") == "1 month"
+    lake.set_option("delete_older_than", "1 second")
+    assert len(mt.cleanup_old_files(lake)) == _counts(theirs)[2] > 0
+    lake.close()
+    theirs.duck("CALL ducklake_cleanup_old_files('lake')")
+    assert ours.files() == theirs.files()
+    assert _counts(ours) == _counts(theirs) and _counts(ours)[2] == 0
+    _ours_match_duckdb(ours)
+
+
+def test_delete_orphaned_files(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    ours, theirs = _pair(tmp_path, backend, "updates", request)
     for lk in (ours, theirs):
         for rel in ("main/u/stray.parquet", "elsewhere/x.parquet", "main/u/notes.txt"):
             Path(lk.data, rel).parent.mkdir(parents=True, exist_ok=True)
@@ -198,9 +333,11 @@ def _unnumbered(found: list[str]) -> list[str]:
     return sorted(re.sub(r"data file \d+", "data file", v) for v in found)
 
 
-@pytest.mark.parametrize("scenario", ["inlined", "updates", "repeated_deletes", "schema_evolution", "partitioning"])
-def test_flush_inlined_data_like_duckdb(tmp_path: Path, backend: str, scenario: str) -> None:
-    ours, theirs = _pair(tmp_path, backend, scenario)
+@pytest.mark.parametrize(("backend", "scenario"), _by_backend(
+    ["inlined", "updates", "repeated_deletes", "schema_evolution", "partitioning"], ["schema_evolution"]))
+def test_flush_inlined_data_like_duckdb(tmp_path: Path, backend: str, scenario: str,
+                                        request: pytest.FixtureRequest) -> None:
+    ours, theirs = _pair(tmp_path, backend, scenario, request)
     lake = DuckLake.open(ours.url)
     mt.flush_inlined_data(lake)
     assert mt.flush_inlined_data(lake) == []  # nothing left
@@ -227,8 +364,8 @@ def _small_files(con: Any, lake: str) -> None:
         con.execute(sql)
 
 
-def test_merge_adjacent_files_like_duckdb(tmp_path: Path, backend: str) -> None:
-    ours = Lake(tmp_path / "ours", backend)
+def test_merge_adjacent_files_like_duckdb(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    ours = Lake(tmp_path / "ours", backend, request)
     with reference.attached(ours.url, data_path=ours.data) as con:
         _small_files(con, "lake")
     theirs = ours.copy(tmp_path / "theirs")
@@ -244,8 +381,9 @@ def test_merge_adjacent_files_like_duckdb(tmp_path: Path, backend: str) -> None:
             .startswith("merge_adjacent:")
 
 
-def test_merge_and_flush_on_our_lake_then_duckdb_maintains_it(tmp_path: Path, backend: str) -> None:
-    ours = Lake(tmp_path / "ours", backend)
+def test_merge_and_flush_on_our_lake_then_duckdb_maintains_it(tmp_path: Path, backend: str,
+                                                              request: pytest.FixtureRequest) -> None:
+    ours = Lake(tmp_path / "ours", backend, request)
     lake = DuckLake.create(ours.url, ours.data)
     with lake.transaction() as tx:
         t = tx.create_table("main", "t", [Column(0, "id", "int64"), Column(0, "v", "varchar")])
@@ -271,3 +409,91 @@ def test_merge_and_flush_on_our_lake_then_duckdb_maintains_it(tmp_path: Path, ba
     theirs.duck(f"CALL ducklake_expire_snapshots('lake', older_than => TIMESTAMPTZ '{FUTURE.isoformat()}')",
                 "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
     _compare_op(ours, theirs)
+
+
+def _rows_at_every_snapshot(lk: Lake) -> dict[tuple[int, str], list[Any]]:
+    """DuckDB's rows of t, u and p at every snapshot where they exist, plus the snapshots' change strings."""
+    out: dict[tuple[int, str], list[Any]] = {}
+    with reference.attached(lk.url, read_only=True) as con:
+        snaps = con.execute("SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY 1").fetchall()
+        out[(-1, "snapshots")] = [tuple(r) for r in snaps]
+        for sid, _ in snaps:
+            for name in ("t", "u", "p"):
+                try:
+                    rows = con.execute(f"SELECT rowid, * FROM lake.main.{name} AT (VERSION => {sid}) ORDER BY rowid")
+                except duckdb.CatalogException:
+                    continue  # not created yet
+                out[(sid, name)] = rows.fetchall()
+    return out
+
+
+def _sized_files(con: Any, lake: str) -> None:
+    """t: 6 files of growing size (about 280 B .. 1.8 kB); u: 10 files of ~190 B with a table-scope target_file_size
+    of 600 B (groups of 4, 4, 2); p: partitioned, 3 files per partition value of ~290 B."""
+    con.execute(f"USE {lake}")
+    for stmt in (
+        f"CALL {lake}.set_option('data_inlining_row_limit', 0)",
+        "CREATE TABLE t (i INTEGER, s VARCHAR)",
+        *[f"INSERT INTO t SELECT i, repeat('x', {1 + k * 50}) FROM range({k * 10}, {k * 10 + 1 + k * 20}) r(i)"
+          for k in range(6)],
+        "CREATE TABLE u (i INTEGER)",
+        *[f"INSERT INTO u VALUES ({k})" for k in range(10)],
+        f"CALL {lake}.set_option('target_file_size', '600B', table_name => 'u')",
+        "CREATE TABLE p (i INTEGER, c VARCHAR)",
+        "ALTER TABLE p SET PARTITIONED BY (c)",
+        *[f"INSERT INTO p SELECT i, chr((97 + i % 2)::INTEGER) FROM range({k * 4}, {k * 4 + 4}) r(i)" for k in range(3)],
+    ):
+        con.execute(stmt)
+
+
+# (our keyword arguments, DuckDB's arguments after the catalog name)
+MERGE_OPTIONS = [
+    pytest.param({"min_file_size": 700}, "min_file_size => 700", id="min"),
+    pytest.param({"max_file_size": 800}, "max_file_size => 800", id="max"),
+    pytest.param({"min_file_size": 250, "max_file_size": 1000}, "min_file_size => 250, max_file_size => 1000",
+                 id="min-max"),
+    pytest.param({"table": "u", "max_compacted_files": 2}, "'u', max_compacted_files => 2", id="max-compacted"),
+    pytest.param({"table": "t", "schema": "main", "max_compacted_files": 1}, "'t', schema => 'main', "
+                 "max_compacted_files => 1", id="table-max-compacted"),
+    pytest.param({"auto_compact": "p"}, "", id="auto-compact-off"),
+    pytest.param({"target_file_size_option": "1500B"}, "", id="lake-target-option"),
+]
+
+
+@pytest.mark.parametrize(("kw", "args"), MERGE_OPTIONS)
+def test_merge_adjacent_options_like_duckdb(tmp_path: Path, kw: dict[str, Any], args: str) -> None:
+    """Each of DuckDB's merge options (and the lake options steering it) merges the same files in both copies."""
+    ours = Lake(tmp_path / "ours", "duckdb")
+    with reference.attached(ours.url, data_path=ours.data) as con:
+        _sized_files(con, "lake")
+    kw = dict(kw)
+    if "auto_compact" in kw:  # set by DuckDB, read by us
+        ours.duck(f"CALL lake.set_option('auto_compact', false, table_name => '{kw.pop('auto_compact')}')")
+    target = kw.pop("target_file_size_option", None)
+    if target:  # set by us, read by DuckDB
+        lake = DuckLake.open(ours.url)
+        lake.set_option("target_file_size", target)
+        lake.close()
+    theirs = ours.copy(tmp_path / "theirs")
+    lake = DuckLake.open(ours.url)
+    got = mt.merge_adjacent_files(lake, **kw)
+    lake.close()
+    duck = theirs.duck(f"CALL ducklake_merge_adjacent_files('lake'{', ' + args if args else ''})")
+    want: dict[tuple[str, str], list[int]] = {}
+    for s, t, n, _ in duck:
+        want.setdefault((s, t), []).append(n)
+    assert {(s, t): (n, m) for s, t, n, m in got} == {k: (sum(v), len(v)) for k, v in want.items()}
+    assert got, "the case must merge something"
+    # cheaper than _compare_op (these lakes have ~30 snapshots): DuckDB's rows at every snapshot, our latest rows
+    assert _rows_at_every_snapshot(ours) == _rows_at_every_snapshot(theirs)
+    assert _counts(ours) == _counts(theirs)
+    for lk in (ours, theirs):
+        lake = DuckLake.open(lk.url)
+        st = lake.snapshot()
+        for name in ("t", "u", "p"):
+            assert arrow_rows(read_arrow(st, st.table("main", name))) == plain_rows(
+                lk.duck(f"SELECT rowid, * FROM lake.main.{name} ORDER BY rowid")), (lk.root, name)
+        lake.close()
+    assert _unnumbered(violations(ours.url)) == _unnumbered(violations(theirs.url)) == []
+    live = "SELECT table_id, count(*) FROM {p}ducklake_data_file WHERE end_snapshot IS NULL GROUP BY 1 ORDER BY 1"
+    assert ours.rows(live) == theirs.rows(live)

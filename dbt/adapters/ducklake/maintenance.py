@@ -38,13 +38,42 @@ def _versions(value: Any) -> list[int] | None:
         raise DbtRuntimeError(f"versions={value!r} must be a list of snapshot ids") from e
 
 
-def _size(value: Any) -> int | None:
+def _size(value: Any, name: str) -> int | None:
     if value is None:
         return None
     try:
         return parse_size(value)
     except ValueError as e:
-        raise DbtRuntimeError(f"target_file_size={value!r}: {e}") from e
+        raise DbtRuntimeError(f"{name}={value!r}: {e}") from e
+
+
+def _count(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError) as e:
+        raise DbtRuntimeError(f"{name}={value!r} must be a whole number") from e
+
+
+def _either(kw: dict[str, Any], ours: str, theirs: str) -> Any:
+    """An argument under our name or DuckDB's (cleanup_all, table_name, schema_name); both given must agree."""
+    a, b = kw.get(ours), kw.get(theirs)
+    if a is not None and b is not None and a != b:
+        raise DbtRuntimeError(f"{ours}={a!r} and {theirs}={b!r} disagree: give one of them")
+    return a if a is not None else b
+
+
+def _expire(rt: Runtime, kw: dict[str, Any]) -> str:
+    versions = _versions(kw.get("versions"))
+    dry = bool(kw.get("dry_run"))
+    got = mt.expire_snapshots(rt.lake, versions, _timestamp(kw.get("older_than"), "older_than"), dry)
+    ids = [s.snapshot_id for s in got]
+    summary = f"{'would expire' if dry else 'expired'} snapshots {ids}"
+    skipped = sorted(set(versions or ()) - set(ids))
+    if skipped:  # DuckDB skips them silently; say so
+        summary += f"; skipped {skipped} (no such snapshot, or the latest, which is never expired)"
+    return summary
 
 
 def run(rt: Runtime, op: str, **kw: Any) -> Any:
@@ -56,19 +85,21 @@ def run(rt: Runtime, op: str, **kw: Any) -> Any:
     lake = rt.lake
     try:
         if op == "expire_snapshots":
-            got: Any = mt.expire_snapshots(lake, _versions(kw.get("versions")),
-                                           _timestamp(kw.get("older_than"), "older_than"), bool(kw.get("dry_run")))
-            summary = f"{'would expire' if kw.get('dry_run') else 'expired'} snapshots {[s.snapshot_id for s in got]}"
+            summary = _expire(rt, kw)
         elif op in ("cleanup_old_files", "delete_orphaned_files"):
             fn = mt.cleanup_old_files if op == "cleanup_old_files" else mt.delete_orphaned_files
-            got = fn(lake, _timestamp(kw.get("older_than"), "older_than"), bool(kw.get("all")),
+            got = fn(lake, _timestamp(kw.get("older_than"), "older_than"), bool(_either(kw, "all", "cleanup_all")),
                      bool(kw.get("dry_run")))
             summary = f"{'would delete' if kw.get('dry_run') else 'deleted'} {len(got)} files"
         elif op == "merge_adjacent_files":
-            got = mt.merge_adjacent_files(lake, kw.get("schema"), kw.get("table"), _size(kw.get("target_file_size")))
+            got = mt.merge_adjacent_files(
+                lake, kw.get("schema"), kw.get("table"), _size(kw.get("target_file_size"), "target_file_size"),
+                min_file_size=_size(kw.get("min_file_size"), "min_file_size"),
+                max_file_size=_size(kw.get("max_file_size"), "max_file_size"),
+                max_compacted_files=_count(kw.get("max_compacted_files"), "max_compacted_files"))
             summary = "; ".join(f"{s}.{t}: {n} files merged into {m}" for s, t, n, m in got) or "nothing to merge"
         elif op == "flush_inlined_data":
-            got = mt.flush_inlined_data(lake, kw.get("schema"), kw.get("table"))
+            got = mt.flush_inlined_data(lake, _either(kw, "schema", "schema_name"), _either(kw, "table", "table_name"))
             summary = "; ".join(f"{s}.{t}: {n} rows flushed" for s, t, n in got) or "nothing to flush"
         else:
             raise DbtRuntimeError(f"unknown maintenance operation {op!r}")

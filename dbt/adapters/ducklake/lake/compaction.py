@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from .lake import DuckLake
 
 DEFAULT_TARGET_FILE_SIZE = 1 << 29  # the reference's target_file_size default (512 MiB)
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "kib": 1024, "mib": 1024**2,
+               "gib": 1024**3, "tib": 1024**4}
 # changes by other writers that invalidate what a compaction read (new inserts do not)
 _INVALIDATING = ("deleted_from_table", "dropped_table", "altered_table", "inlined_delete", "inline_flush",
                  "flushed_inlined", "merge_adjacent", "rewrite_delete", "compacted_table")
@@ -187,7 +188,7 @@ class MergeAdjacent(Operation):
 
 
 def parse_size(value: str | int) -> int:
-    """A byte size: an integer or '<n>[KB|MB|GB|KiB|MiB|GiB]'. Raises ValueError."""
+    """A byte size: an integer or '<n>[B|KB|MB|GB|TB|KiB|MiB|GiB|TiB]'. Raises ValueError."""
     if isinstance(value, int):
         return value
     m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(value).lower())
@@ -197,27 +198,43 @@ def parse_size(value: str | int) -> int:
 
 
 def merge_adjacent_files(
-    lake: DuckLake, schema: str | None = None, table: str | None = None, target_file_size: int | None = None
+    lake: DuckLake, schema: str | None = None, table: str | None = None, target_file_size: int | None = None,
+    *, min_file_size: int | None = None, max_file_size: int | None = None, max_compacted_files: int | None = None,
 ) -> list[tuple[str, str, int, int]]:
     """Merge small files without deletes per table, schema version and partition, as ducklake_merge_adjacent_files
     does; one snapshot for all tables ('merge_adjacent:<tid>' each). Returns (schema, table, files merged, created).
 
-    target_file_size defaults to the lake's target_file_size option, else 512 MiB.
+    target_file_size (how large a merged file may grow) defaults to the lake's target_file_size option, else
+    512 MiB. As in the reference, only files of at least min_file_size and below max_file_size (default: the
+    target) take part, at most max_compacted_files merges are made per table, and tables whose auto_compact
+    option is not 'true' are left alone.
 
     Raises:
-        ValueError: target_file_size is not positive.
+        ValueError: a size or count is not positive, or min_file_size >= max_file_size.
         NoSuchTableError / NoSuchSchemaError: the table or schema does not exist.
         CommitConflictError: another writer changed the table meanwhile (nothing committed).
     """
     if target_file_size is not None and target_file_size <= 0:
         raise ValueError(f"target_file_size must be a positive number of bytes, got {target_file_size}")
+    if max_file_size is not None and max_file_size <= 0:
+        raise ValueError(f"max_file_size must be a positive number of bytes, got {max_file_size}")
+    if min_file_size is not None and min_file_size < 0:
+        raise ValueError(f"min_file_size must not be negative, got {min_file_size}")
+    if min_file_size is not None and max_file_size is not None and min_file_size >= max_file_size:
+        raise ValueError(f"min_file_size ({min_file_size}) must be less than max_file_size ({max_file_size})")
+    if max_compacted_files is not None and max_compacted_files <= 0:
+        raise ValueError(f"max_compacted_files must be greater than zero, got {max_compacted_files}")
     state = lake.snapshot()
     out, ops, written = [], [], []
     try:
         for info in _tables(state, schema, table):
+            if (lake.option("auto_compact", info.table_id, info.schema_id) or "true") != "true":
+                continue  # the reference compares the stored text with 'true' exactly
             target = target_file_size or parse_size(
                 lake.option("target_file_size", info.table_id, info.schema_id) or DEFAULT_TARGET_FILE_SIZE)
-            groups = _merge_groups(lake, state, info, target)
+            groups = _merge_groups(lake, state, info, target, min_file_size, max_file_size)
+            if max_compacted_files is not None:
+                groups = groups[:max_compacted_files]
             if not groups:
                 continue
             op = MergeAdjacent(info.schema_name, info.name, state.snapshot_id)
@@ -240,8 +257,11 @@ def _schema_versions(lake: DuckLake, table_id: int) -> list[tuple[int, int]]:
                   "ORDER BY begin_snapshot", {"t": table_id})]
 
 
-def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int) -> list[list[DataFile]]:
-    """The reference's GenerateCompactions: candidates in (begin, row_id_start, id) order, greedy up to target."""
+def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int, min_size: int | None = None,
+                  max_size: int | None = None) -> list[list[DataFile]]:
+    """The reference's GenerateCompactions: candidates (size in [min_size, max_size or target)) in (begin,
+    row_id_start, id) order, greedy up to target, groups in order of their first file."""
+    below = target if max_size is None else min(max_size, target)
     versions = _schema_versions(lake, info.table_id)
 
     def version_of(f: DataFile) -> int | None:
@@ -255,7 +275,9 @@ def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int
                                                      f.data_file_id))
     groups: dict[tuple[Any, ...], list[DataFile]] = {}
     for f in files:
-        if f.file_size_bytes >= target or f.delete_file is not None or f.inlined_deletes:
+        if f.file_size_bytes >= below or f.delete_file is not None or f.inlined_deletes:
+            continue
+        if min_size is not None and f.file_size_bytes < min_size:
             continue
         groups.setdefault((version_of(f), f.partition_id, f.partition_values), []).append(f)
     out = []

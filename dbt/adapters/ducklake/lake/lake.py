@@ -171,7 +171,13 @@ class DuckLake:
         """Persist an option in ducklake_metadata (global, schema or table scope), as DuckDB's set_option does.
 
         Like the reference, this writes no snapshot. Example: set_option('data_inlining_row_limit', '0').
+        As DuckDB does, target_file_size is stored in bytes ('512MB' -> '512000000': DuckDB reads it as an
+        integer), auto_compact as 'true'/'false', and the *_older_than intervals are checked.
+
+        Raises:
+            ValueError: a value DuckDB would refuse for that option.
         """
+        value = _option_text(name, value)
         scope, scope_id = ("table", table_id) if table_id is not None else (
             ("schema", schema_id) if schema_id is not None else (None, None))
         where = "key = :k AND scope IS NULL" if scope is None else "key = :k AND scope = :s AND scope_id = :i"
@@ -195,6 +201,25 @@ class DuckLake:
     def close(self) -> None:
         self.db.dispose()
 
+
+
+def _option_text(name: str, value: Any) -> str:
+    """The text DuckDB's set_option stores for a known option (others are stored as given)."""
+    if name == "target_file_size":
+        from .compaction import parse_size
+
+        return str(parse_size(value))
+    if name == "auto_compact":
+        truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
+        text = str(value).strip().lower()
+        if text not in truth:
+            raise ValueError(f"auto_compact must be true or false, got {value!r}")
+        return truth[text]
+    if name in ("expire_older_than", "delete_older_than"):
+        from .maintenance import parse_interval
+
+        parse_interval(str(value))
+    return str(value)
 
 
 def _store_data_path(data_path: str) -> str:

@@ -7,6 +7,7 @@ commit a snapshot, lives in compaction.py and is re-exported here.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import os
 import re
@@ -28,7 +29,14 @@ __all__ = ["cleanup_old_files", "delete_orphaned_files", "expire_snapshots", "fl
            "merge_adjacent_files"]
 
 DEFAULT_DELETE_OLDER_THAN = "2 days"  # the reference's default of the delete_older_than option
-_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+_UNITS = {"microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600, "day": 86400,
+          "week": 7 * 86400}
+_UNIT_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second", "m": "minute",
+                 "min": "minute", "h": "hour", "hr": "hour", "d": "day", "w": "week", "mon": "month", "y": "year",
+                 "yr": "year"}
+_INTERVAL_PART = re.compile(
+    r"\s*(?:(?P<clock>\d+:\d{1,2}:\d{1,2}(?:\.\d+)?)|(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>"
+    r"microsecond|millisecond|second|minute|hour|day|week|month|year|sec|min|mon|hr|yr|us|ms|[smhdwy])s?\b)")
 
 # a row that no remaining snapshot can see: [begin, end) holds none of them
 _UNSEEN = ("end_snapshot IS NOT NULL AND NOT EXISTS (SELECT snapshot_id FROM {p}ducklake_snapshot "
@@ -40,16 +48,48 @@ _TABLE_ROWS = ("ducklake_table", "ducklake_table_stats", "ducklake_table_column_
                "ducklake_column_mapping")
 
 
-def parse_interval(text: str) -> dt.timedelta:
-    """An interval like DuckDB's option values ('2 days', '1 week', '36 hours').
+def parse_interval(text: str) -> tuple[int, dt.timedelta]:
+    """(months, rest) of an interval as DuckDB's option values take it: '2 days', '1 week 2 days', '1 month',
+    '36 hours', '00:00:01', '1 day 12:00:00'.
 
     Raises:
-        ValueError: the text is not '<number> <unit>' with unit second/minute/hour/day/week.
+        ValueError: the text is not a sequence of '<number> <unit>' parts (unit microsecond..year) or 'HH:MM:SS'.
     """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*", text.lower())
-    if not m or m.group(2) not in _UNITS:
-        raise ValueError(f"cannot parse interval {text!r}: expected e.g. '2 days', '1 week', '12 hours'")
-    return dt.timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    months, rest, parts = 0, dt.timedelta(), 0
+    pos, low = 0, text.lower()
+    for m in _INTERVAL_PART.finditer(low):
+        if low[pos:m.start()].strip():
+            break
+        pos, parts = m.end(), parts + 1
+        if m.group("clock"):
+            h, mi, sec = m.group("clock").split(":")
+            rest += dt.timedelta(hours=int(h), minutes=int(mi), seconds=float(sec))
+            continue
+        n, unit = float(m.group("n")), _UNIT_ALIASES.get(m.group("unit"), m.group("unit"))
+        if unit in ("month", "year"):
+            if n != int(n):
+                raise ValueError(f"cannot parse interval {text!r}: months and years must be whole numbers")
+            months += int(n) * (12 if unit == "year" else 1)
+        else:
+            rest += dt.timedelta(seconds=n * _UNITS[unit])
+    if not parts or low[pos:].strip():
+        raise ValueError(f"cannot parse interval {text!r}: expected e.g. '2 days', '1 week', '12 hours', '00:30:00'")
+    return months, rest
+
+
+def interval_before(now: dt.datetime, text: str) -> dt.datetime:
+    """now minus the interval text, months by the calendar (day clamped to the month's end), as DuckDB does.
+
+    Raises:
+        ValueError: the text is not an interval (see parse_interval).
+    """
+    months, rest = parse_interval(text)
+    if months:
+        total = now.year * 12 + now.month - 1 - months
+        year, month = divmod(total, 12)
+        last = calendar.monthrange(year, month + 1)[1]
+        now = now.replace(year=year, month=month + 1, day=min(now.day, last))
+    return now - rest
 
 
 def _aware(ts: dt.datetime) -> dt.datetime:
@@ -64,35 +104,33 @@ def expire_snapshots(
 ) -> list[Snapshot]:
     """Expire snapshots (by id, or those committed before older_than) as ducklake_expire_snapshots does.
 
-    The latest snapshot is never expired. File rows no remaining snapshot sees move to
+    Like the reference, ids that do not exist and the latest snapshot (never expired) are skipped silently: the
+    returned list holds what was (or, with dry_run, would be) expired. File rows no remaining snapshot sees move to
     ducklake_files_scheduled_for_deletion (cleanup_old_files deletes the files); dropped tables are purged.
     Without versions or older_than the lake's expire_older_than option applies, and without it nothing happens.
 
     Raises:
-        ValueError: both criteria given, a version that does not exist, or the latest snapshot asked for
-            (the reference silently skips those two; an explicit error leaves the lake untouched instead).
+        ValueError: both criteria given, an empty or negative versions list (the reference errors on those too).
     """
     if versions is not None and older_than is not None:
         raise ValueError("expire_snapshots: give versions or older_than, not both")
+    if versions is not None:
+        wanted = {int(v) for v in versions}
+        if not wanted:
+            raise ValueError("expire_snapshots: versions is an empty list; give at least one snapshot id")
+        if min(wanted) < 0:
+            raise ValueError(f"expire_snapshots: snapshot ids are not negative, got {sorted(v for v in wanted if v < 0)}")
     if versions is None and older_than is None:
         default = lake.option("expire_older_than")
         if not default:
             return []
-        older_than = dt.datetime.now(dt.timezone.utc) - parse_interval(default)
+        older_than = interval_before(dt.datetime.now(dt.timezone.utc), default)
     db = lake.db
     with db.write() as conn:
         snaps = list_snapshots(db, conn)
         latest = snaps[-1].snapshot_id
         if versions is not None:
-            wanted = {int(v) for v in versions}
-            known = {s.snapshot_id for s in snaps}
-            missing = sorted(wanted - known)
-            if missing:
-                raise ValueError(f"expire_snapshots: snapshot(s) {missing} do not exist (existing: "
-                                 f"{min(known)}..{latest}, {len(known)} snapshots)")
-            if latest in wanted:
-                raise ValueError(f"expire_snapshots: snapshot {latest} is the latest and can never be expired")
-            chosen = [s for s in snaps if s.snapshot_id in wanted]
+            chosen = [s for s in snaps if s.snapshot_id in wanted and s.snapshot_id != latest]
         else:
             assert older_than is not None
             cutoff = _aware(older_than)
@@ -186,7 +224,7 @@ def _cutoff(lake: DuckLake, older_than: dt.datetime | None, cleanup_all: bool, w
     if older_than is not None:
         return _aware(older_than)
     default = lake.option("delete_older_than") or DEFAULT_DELETE_OLDER_THAN
-    return dt.datetime.now(dt.timezone.utc) - parse_interval(default)
+    return interval_before(dt.datetime.now(dt.timezone.utc), default)
 
 
 def cleanup_old_files(

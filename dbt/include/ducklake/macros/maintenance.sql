@@ -1,23 +1,30 @@
-{#- Lake maintenance as run-operations, with DuckDB's ducklake_* semantics, e.g.
+{#- Lake maintenance as run-operations, with DuckDB's ducklake_* semantics and parameter names, e.g.
     dbt run-operation ducklake_expire_snapshots --args '{older_than: "2026-01-31 00:00:00+00:00"}'
-    dbt run-operation ducklake_merge_adjacent_files --args '{schema: main, table: events}' -#}
+    dbt run-operation ducklake_merge_adjacent_files --args '{schema: main, table: events, max_compacted_files: 10}'
+    cleanup_all / table_name / schema_name are DuckDB's names for all / table / schema. -#}
 
 {% macro ducklake_expire_snapshots(versions=none, older_than=none, dry_run=false) %}
   {% do adapter.ducklake_maintenance('expire_snapshots', versions=versions, older_than=older_than, dry_run=dry_run) %}
 {% endmacro %}
 
-{% macro ducklake_cleanup_old_files(older_than=none, all=false, dry_run=false) %}
-  {% do adapter.ducklake_maintenance('cleanup_old_files', older_than=older_than, all=all, dry_run=dry_run) %}
+{% macro ducklake_cleanup_old_files(older_than=none, all=none, dry_run=false, cleanup_all=none) %}
+  {% do adapter.ducklake_maintenance('cleanup_old_files', older_than=older_than, all=all, cleanup_all=cleanup_all,
+                                     dry_run=dry_run) %}
 {% endmacro %}
 
-{% macro ducklake_delete_orphaned_files(older_than=none, all=false, dry_run=false) %}
-  {% do adapter.ducklake_maintenance('delete_orphaned_files', older_than=older_than, all=all, dry_run=dry_run) %}
+{% macro ducklake_delete_orphaned_files(older_than=none, all=none, dry_run=false, cleanup_all=none) %}
+  {% do adapter.ducklake_maintenance('delete_orphaned_files', older_than=older_than, all=all, cleanup_all=cleanup_all,
+                                     dry_run=dry_run) %}
 {% endmacro %}
 
-{% macro ducklake_merge_adjacent_files(schema=none, table=none, target_file_size=none) %}
-  {% do adapter.ducklake_maintenance('merge_adjacent_files', schema=schema, table=table, target_file_size=target_file_size) %}
+{% macro ducklake_merge_adjacent_files(schema=none, table=none, target_file_size=none, min_file_size=none,
+                                       max_file_size=none, max_compacted_files=none) %}
+  {% do adapter.ducklake_maintenance('merge_adjacent_files', schema=schema, table=table,
+                                     target_file_size=target_file_size, min_file_size=min_file_size,
+                                     max_file_size=max_file_size, max_compacted_files=max_compacted_files) %}
 {% endmacro %}
 
-{% macro ducklake_flush_inlined_data(schema=none, table=none) %}
-  {% do adapter.ducklake_maintenance('flush_inlined_data', schema=schema, table=table) %}
+{% macro ducklake_flush_inlined_data(schema=none, table=none, schema_name=none, table_name=none) %}
+  {% do adapter.ducklake_maintenance('flush_inlined_data', schema=schema, table=table, schema_name=schema_name,
+                                     table_name=table_name) %}
 {% endmacro %}
