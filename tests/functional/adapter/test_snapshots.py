@@ -4,6 +4,7 @@ ephemeral sources with hard deletes)."""
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
@@ -11,13 +12,26 @@ import pytest
 import sqlglot
 from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
+from dbt.tests.adapter.simple_snapshot import test_various_configs as base
+from dbt.tests.adapter.simple_snapshot.new_record_check_mode import BaseSnapshotNewRecordCheckMode
+from dbt.tests.adapter.simple_snapshot.new_record_dbt_valid_to_current import (
+    BaseSnapshotNewRecordDbtValidToCurrent,
+)
+from dbt.tests.adapter.simple_snapshot.new_record_timestamp_mode import (
+    BaseSnapshotNewRecordTimestampMode,
+)
+from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes import (
+    BaseSnapshotEphemeralHardDeletes,
+)
 from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, BaseSnapshotCheck
 from dbt.tests.adapter.simple_snapshot.test_various_configs import (
     BaseSnapshotColumnNames,
     BaseSnapshotColumnNamesFromDbtProject,
+    BaseSnapshotDbtValidToCurrent,
     BaseSnapshotInvalidColumnNames,
     BaseSnapshotMultiUniqueKey,
 )
+from dbt.tests.util import check_relations_equal, run_dbt, run_sql_with_adapter
 
 
 @pytest.fixture(autouse=True)
@@ -69,26 +83,8 @@ class TestSnapshotInvalidColumnNames(BaseSnapshotInvalidColumnNames):
     pass
 
 
-
 class TestSnapshotMultiUniqueKey(BaseSnapshotMultiUniqueKey):
     pass
-
-
-
-
-
-
-from dbt.tests.adapter.simple_snapshot.new_record_check_mode import BaseSnapshotNewRecordCheckMode  # noqa: E402
-from dbt.tests.adapter.simple_snapshot.new_record_dbt_valid_to_current import (  # noqa: E402
-    BaseSnapshotNewRecordDbtValidToCurrent,
-)
-from dbt.tests.adapter.simple_snapshot.new_record_timestamp_mode import (  # noqa: E402
-    BaseSnapshotNewRecordTimestampMode,
-)
-from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes import (  # noqa: E402
-    BaseSnapshotEphemeralHardDeletes,
-)
-from dbt.tests.adapter.simple_snapshot.test_various_configs import BaseSnapshotDbtValidToCurrent  # noqa: E402
 
 
 class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
@@ -113,11 +109,6 @@ class TestSnapshotDbtValidToCurrent(BaseSnapshotDbtValidToCurrent):
     first versions by id, then the new versions by id."""
 
     def test_valid_to_current(self, project: object) -> None:
-        import datetime
-
-        from dbt.tests.adapter.simple_snapshot import test_various_configs as base
-        from dbt.tests.util import check_relations_equal, run_dbt, run_sql_with_adapter
-
         current = datetime.datetime(2099, 12, 31, 0, 0)
         select = ("select id, test_scd_id, test_valid_to from (select *, row_number() over (partition by id order by "
                   "test_valid_from) as version from {schema}.snapshot_actual) as s order by version, id")
