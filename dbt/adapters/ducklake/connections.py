@@ -83,7 +83,7 @@ class DuckLakeHandle:
         work.commit(author=self.creds.author or _user(), commit_message=message,
                     commit_extra_info=json.dumps(provenance(node)))
         self.runtime.cursors.done(cursors)
-        self.runtime.names.refresh(work.touched)
+        self.runtime.names.invalidate(work.touched)
 
     def close(self) -> None:
         self.rollback()

@@ -7,18 +7,22 @@ in Spark after the lake names it reads are brought up to date.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 
 from .apply import apply_change
 from .router import Change, Passthrough, TempView, Transaction, route, split_statements
+from .spark.read_pruning import pruned_reads
+from .spark.session import is_classic
 
 if TYPE_CHECKING:
     from .connections import DuckLakeHandle
+    from .runtime import Runtime
 
 
 def render_bindings(sql: str, bindings: Sequence[Any] | None) -> str:
@@ -67,22 +71,41 @@ class DuckLakeCursor:
             self.message = routed.action.upper()
             return
         rt = h.runtime
-        rt.names.refresh(routed.refs, h.creds.schema)
         if isinstance(routed, Passthrough):
-            df = rt.spark.sql(routed.sql)
+            with self._pruned(rt, routed.sql, routed.refs, h.creds.schema) as sql:
+                df = rt.spark.sql(sql)
             self._df = df if df.columns else None
             self.message = "OK"
             return
         if isinstance(routed, TempView):
             # a DataFrame's temp view holds the analyzed plan: describing it or reading it (the incremental
             # materialization does both) does not analyze the model's SQL, and the lake views it reads, again
-            df = rt.spark.sql(routed.query)
-            (df.createOrReplaceTempView if routed.replace else df.createTempView)(routed.name)
+            with self._pruned(rt, routed.query, routed.refs, h.creds.schema) as sql:
+                df = rt.spark.sql(sql)
+                (df.createOrReplaceTempView if routed.replace else df.createTempView)(routed.name)
             self.message = "OK"
             return
+        rt.names.refresh(routed.refs, h.creds.schema)
         assert isinstance(routed, Change)
         self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed)
         self.message = routed.kind.upper()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _pruned(rt: Runtime, sql: str, refs: frozenset[tuple[str, str]], default_schema: str | None
+                ) -> Iterator[str]:
+        """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning),
+        valid inside the block, and the lake names it still reads made current. Not on Spark Connect: its DataFrames
+        resolve their views lazily."""
+        if not refs or not is_classic(rt.spark):
+            rt.names.refresh(refs, default_schema)
+            yield sql
+            return
+        state = rt.names.state()
+        with pruned_reads(rt.spark, state, sql, lambda names: rt.names.refresh(names, default_schema, state)) as q:
+            # a table read only through pruned views needs no (re-registered, re-analyzed) Spark view of its own
+            rt.names.refresh(refs - q.replaced, default_schema, state)
+            yield q.sql
 
     @property
     def description(self) -> list[tuple] | None:

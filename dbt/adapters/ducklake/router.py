@@ -127,7 +127,7 @@ def route(sql: str) -> Statement:
     temp = _temp_view(sql, tree, refs)
     if temp is not None:
         return temp
-    change = _change(sql, tree, refs)
+    change = _change(sql, tree, _refs(tree, skip=_written(tree)))
     return change if change is not None else Passthrough(sql, refs)
 
 
@@ -154,9 +154,22 @@ def _first_words(sql: str) -> list[str]:
     return [t.text.lower() for t in toks[:2]]
 
 
-def _refs(tree: exp.Expression) -> frozenset[tuple[str, str]]:
+def _refs(tree: exp.Expression, skip: exp.Expression | None = None) -> frozenset[tuple[str, str]]:
     # a bare name is ("", name): it means the profile's schema, if the lake has it there (see LakeNames.refresh)
-    return frozenset(((t.db or "").lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.name)
+    return frozenset(((t.db or "").lower(), t.name.lower()) for t in tree.find_all(exp.Table)
+                     if t.name and t is not skip)
+
+
+def _written(tree: exp.Expression) -> exp.Expression | None:
+    """The table node a statement writes (INSERT, DELETE, UPDATE, MERGE, CREATE): not a read. The Spark layer reads
+    a DML target through its own scan, so its Spark view need not be brought up to date (a CREATE VIEW analysis);
+    a read of it elsewhere in the statement is another node and still counts."""
+    if isinstance(tree, (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create)):
+        node = tree.this
+        while isinstance(node, exp.Schema):
+            node = node.this
+        return node if isinstance(node, exp.Table) else None
+    return None
 
 
 def _target(node: exp.Expression | None) -> tuple[str | None, str | None]:

@@ -19,6 +19,7 @@ from sqlglot.errors import ParseError
 from ..lake.lake import DuckLake
 from ..lake.state import LakeState, ci_lookup
 from .scan import table_sql
+from .session import is_classic
 from .sql_literals import ident
 
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
@@ -58,13 +59,15 @@ class LakeNames:
                 self._state = self.lake.snapshot(latest)
             return self._state
 
-    def refresh(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None) -> None:
-        """Make each referenced (schema, name) that is a lake table or view resolve to its latest version. An
+    def refresh(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None,
+                state: LakeState | None = None) -> LakeState:
+        """Make each referenced (schema, name) that is a lake table or view resolve to its latest version (or to its
+        version in the given state: one statement reads one snapshot); the state they were registered from. An
         unqualified name (schema "") is looked up in `default_schema`; when the lake has it there, that schema becomes
         Spark's current database, so the bare name resolves to it (as a dbt-spark connection opened on the profile's
         schema does)."""
         with self._lock:
-            st = self.state()
+            st = state or self.state()
             for schema, name in refs:
                 if schema:
                     self._refresh_one(st, schema, name)
@@ -73,12 +76,26 @@ class LakeNames:
                     self._refresh_one(st, default_schema, name)
                     if self.spark.catalog.currentDatabase().lower() != default_schema.lower():
                         self.spark.catalog.setCurrentDatabase(default_schema)
+            return st
 
     def refresh_all(self) -> None:
         with self._lock:
             st = self.state()
             for schema, name in list(st.tables) + list(st.views):
                 self._refresh_one(st, schema, name)
+
+    def invalidate(self, refs: Iterable[tuple[str, str]]) -> None:
+        """After a commit changed these objects: drop their Spark views rather than re-register them now (a CREATE
+        VIEW analysis per object); the next statement naming one registers it at its new version (`refresh`), and
+        a direct Spark read of one meanwhile fails instead of reading the previous version. On Spark Connect the
+        views are the server's, shared by other processes whose caches a drop would defeat: re-registered now."""
+        if not is_classic(self.spark):
+            self.refresh(refs)
+            return
+        with self._lock:
+            for schema, name in refs:
+                if (schema.lower(), name.lower()) in self._registered:
+                    self.forget(schema, name)
 
     def forget(self, schema: str, name: str) -> None:
         """Drop the Spark view of an object (after the lake dropped or renamed it)."""

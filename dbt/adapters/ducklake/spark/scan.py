@@ -153,7 +153,12 @@ def table_sql(state: LakeState, table: TableInfo, predicate: Predicate | None = 
         UnsupportedTypeError: a column has a type Spark cannot hold (checked before anything is read).
     """
     spark_schema(table.columns)
-    plan = plan_scan(state, table, predicate)
+    return plan_sql(state, table, plan_scan(state, table, predicate))
+
+
+def plan_sql(state: LakeState, table: TableInfo, plan: ScanPlan) -> str:
+    """The SELECT of a scan plan's files (pruned or not) and the table's inlined rows (see `table_sql`)."""
+    spark_schema(table.columns)
     branches = [group_sql(g, plan.snapshot_id) for g in file_groups(table.columns, plan)]
     inlined = _inlined_sql(state, table)
     if inlined:

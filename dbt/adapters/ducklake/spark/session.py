@@ -75,3 +75,8 @@ def apply_required_conf(spark: SparkSession) -> None:
     """Set the runtime settings the layer needs on an existing session (e.g. one the user made)."""
     for key, value in REQUIRED_CONF.items():
         spark.conf.set(key, value)
+
+
+def is_classic(spark: SparkSession) -> bool:
+    """A session with a JVM in this process (not Spark Connect): its DataFrames are analyzed when made."""
+    return hasattr(spark, "_jsparkSession")

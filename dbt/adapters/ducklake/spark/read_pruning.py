@@ -1,0 +1,307 @@
+"""Queries that read only the data files their WHERE can match: file pruning for Spark SQL text.
+
+A lake table read directly by a SELECT (the only relation of its FROM, no joins) under a WHERE whose conditions the
+files' column statistics can decide is read from a temporary view over the matching files only (`scan.table_sql`
+with a predicate, so their delete files only too). The WHERE stays as written: the pruned view yields a superset of
+the rows the WHERE keeps (`lake.pruning` drops a file only when its statistics prove no row of it matches, deleted
+rows included), so the query's result is unchanged.
+
+An uncorrelated scalar subquery compared with one of the table's columns (dbt's incremental filter
+`updated_at > (SELECT max(updated_at) FROM this)`) is evaluated first (one small Spark job) and its value replaces it
+in the text as an exact literal: the value that pruned is the value that filters, and Spark does not compute it
+twice. Uncorrelated is proven by Spark: the subquery alone must analyze (a reference to an outer column would not
+resolve), and it must not name a CTE of the statement (alone, that name would resolve to something else).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import sqlglot
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from ..lake.errors import UnsupportedTypeError
+from ..lake.inlined import read_inlined
+from ..lake.records import Column
+from ..lake.scan import plan_scan
+from ..lake.state import LakeState, ci_lookup
+from ..lake.types import INT_RANGES, parse_type, sort_key
+from .names import table_refs
+from .predicates import column_ref, to_predicate, unparen
+from .scan import plan_sql
+from .sql_literals import ident, string_literal
+from .types import to_spark
+
+_COMPARE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+_TABLE_ARGS = frozenset({"this", "db", "alias"})  # a plain `schema.table [alias]`: no time travel, sample, hints
+_views = itertools.count()
+
+
+@dataclass
+class PrunedQuery:
+    """The query text to run, the temporary views it reads (dropped after analysis), and per pruned table
+    (schema, name) the files it reads and skips."""
+
+    sql: str
+    views: list[str] = field(default_factory=list)
+    files: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    replaced: set[tuple[str, str]] = field(default_factory=set)  # (schema, name) lower: no read of it is left
+
+
+Refresh = Callable[[Iterable[tuple[str, str]]], object]
+
+
+def _no_refresh(refs: Iterable[tuple[str, str]]) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def pruned_reads(spark: SparkSession, state: LakeState, sql: str, refresh: Refresh = _no_refresh
+                 ) -> Iterator[PrunedQuery]:
+    """The query with its prunable lake-table reads replaced (see the module); the views it needs live until exit.
+
+    Only for a classic SparkSession, whose DataFrames hold their analyzed plan: analyze the query inside the block.
+    refresh: makes lake names current in Spark before a subquery is run (the statement's other names are the
+    caller's: `PrunedQuery.replaced` need not be).
+    """
+    q = prune_query(spark, state, sql, refresh)
+    try:
+        yield q
+    finally:
+        for v in q.views:
+            spark.catalog.dropTempView(v)
+
+
+def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refresh = _no_refresh) -> PrunedQuery:
+    """See the module; the query unchanged when nothing can be pruned (or it is not a plain query)."""
+    out = PrunedQuery(sql)
+    if not state.tables or "where" not in sql.lower():
+        return out
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+        tokens = sqlglot.tokenize(sql, read="spark")
+    except (ParseError, TokenError, ValueError):
+        return out
+    if not isinstance(tree, exp.Query) or any(c.args.get("db") for c in tree.find_all(exp.Column)):
+        return out  # not a query, or schema.table.column names (renaming the table would break them)
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    edits: list[tuple[int, int, str]] = []  # (start, end exclusive, replacement) in the original text
+    try:
+        for select in list(tree.find_all(exp.Select)):
+            if any(s <= _start(select) < e for s, e, _ in edits):
+                continue  # inside a subquery already replaced by its value
+            edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh)
+    except BaseException:
+        for v in out.views:
+            spark.catalog.dropTempView(v)
+        raise
+    left = set()
+    for t in tree.find_all(exp.Table):
+        if t.db and not any(s <= _start(t) < e for s, e, _ in edits):
+            left.add((t.db.lower(), t.name.lower()))
+    out.replaced = {(t.db.lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.db} - left
+    text = sql
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    out.sql = text
+    return out
+
+
+def _start(node: exp.Expression) -> int:
+    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
+    return min(starts) if starts else -1
+
+
+def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[Token], select: exp.Select,
+                  ctes: set[str], out: PrunedQuery, refresh: Refresh) -> list[tuple[int, int, str]]:
+    where = select.args.get("where")
+    source = select.args.get("from_")
+    if where is None or source is None or select.args.get("joins") or select.args.get("laterals"):
+        return []
+    tnode = source.this
+    if not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
+            k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
+        return []
+    table = ci_lookup(state.tables, (tnode.db, tnode.name))
+    if table is None:
+        return []
+    qualifier = tnode.alias or tnode.name
+    columns = {c.name.lower(): c for c in table.columns}
+    edits: list[tuple[int, int, str]] = []
+    condition = where.this.copy()
+    # scalar subqueries compared with a column: evaluated, their value in place (in the copy to translate, and in
+    # the text to run)
+    for cmp in list(condition.find_all(*_COMPARE)):
+        for side, other in (("expression", cmp.this), ("this", cmp.expression)):
+            sub = unparen(cmp.args[side])
+            col = _column(other, columns, qualifier)
+            if not isinstance(sub, exp.Subquery) or col is None:
+                continue
+            span = _paren_span(tokens, sub)
+            value = _scalar(spark, state, sql, span, sub, ctes, col, refresh) if span else None
+            if value is None:
+                continue
+            literal_sql, text = value
+            edits.append((span[0], span[1], f"({literal_sql})"))
+            cmp.set(side, exp.Literal.string(text))
+    predicate = to_predicate(condition.sql(dialect="spark"), table.columns, (None, qualifier))
+    if predicate is None:
+        return edits
+    plan = plan_scan(state, table, predicate)
+    if not plan.pruned:
+        return edits
+    view = f"__ducklake_pruned_{next(_views)}"
+    spark.sql(plan_sql(state, table, plan)).createOrReplaceTempView(view)
+    out.views.append(view)
+    out.files[(table.schema_name, table.name)] = (len(plan.files), plan.pruned)
+    start, end = tnode.args["db"].meta["start"], tnode.this.meta["end"] + 1
+    edits.append((start, end, view if tnode.alias else f"{view} AS {ident(tnode.name)}"))
+    return edits
+
+
+def _column(node: exp.Expression, columns: dict[str, Column], qualifier: str) -> Column | None:
+    ref = column_ref(node)
+    if ref is None or (ref[0] is not None and ref[0].lower() != qualifier.lower()):
+        return None
+    return columns.get(ref[1].lower())
+
+
+def _paren_span(tokens: list[Token], sub: exp.Subquery) -> tuple[int, int] | None:
+    """(start, end exclusive) of the subquery's parenthesized text: the innermost `( SELECT|WITH ... )` holding all its
+    identifiers."""
+    metas = [i.meta for i in sub.find_all(exp.Identifier) if "start" in i.meta]
+    if not metas:
+        return None
+    lo, hi = min(m["start"] for m in metas), max(m["end"] for m in metas)
+    best = None
+    stack: list[int] = []
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.L_PAREN:
+            stack.append(i)
+        elif tok.token_type == TokenType.R_PAREN and stack:
+            o = stack.pop()
+            opening, closing = tokens[o], tok
+            if (o + 1 < len(tokens) and tokens[o + 1].token_type in (TokenType.SELECT, TokenType.WITH)
+                    and opening.start < lo and closing.start > hi
+                    and (best is None or opening.start > best[0])):
+                best = (opening.start, closing.end + 1)
+    return best
+
+
+def _scalar(spark: SparkSession, state: LakeState, sql: str, span: tuple[int, int], sub: exp.Subquery,
+            ctes: set[str], col: Column, refresh: Refresh) -> tuple[str, str] | None:
+    """(Spark literal, the value's text in the lake's terms) of an uncorrelated scalar subquery whose type is the
+    column's, or None (not provably uncorrelated, no single non-NULL value, a type not rendered exactly)."""
+    if any(not t.db and t.name.lower() in ctes for t in sub.find_all(exp.Table)):
+        return None
+    try:
+        want = to_spark(col)
+    except UnsupportedTypeError:
+        return None
+    render = _RENDER.get(type(want))
+    if render is None:
+        return None
+    exact = _extreme_from_stats(state, sub, want)
+    if exact is not None:
+        return exact
+    inner = sql[span[0] + 1:span[1] - 1]
+    refresh(table_refs(inner))  # the lake names it reads, current
+    with pruned_reads(spark, state, inner, refresh) as q:
+        try:
+            df = spark.sql(q.sql)  # fails to analyze when it refers to the outer query
+        except Exception:  # noqa: BLE001 - AnalysisException and parse errors alike: leave the subquery to Spark
+            return None
+        if len(df.schema.fields) != 1 or df.schema.fields[0].dataType != want:
+            return None
+        rows = df.selectExpr(render[0].format(ident(df.columns[0]))).limit(2).collect()
+    if len(rows) != 1 or rows[0][0] is None:
+        return None  # no row or NULL: the comparison holds for no row, Spark says so quickly; several: Spark errs
+    return render[1](rows[0][0], want)
+
+
+_EXACT_TYPES = frozenset({*INT_RANGES, "date", "timestamp", "timestamptz"})
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$")
+
+
+def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -> tuple[str, str] | None:
+    """`(SELECT max(c) FROM schema.table)` (or min) from the catalog's file statistics, when they are provably
+    exact: every live file has bounds for the column (or is all NULL), no row is deleted (bounds count deleted rows),
+    no file is partial, no row is inlined; integer, date and timestamp columns only (exact bounds, plain texts)."""
+    sel = sub.this
+    if not isinstance(sel, exp.Select) or set(k for k, v in sel.args.items() if v) != {"expressions", "from_"}:
+        return None
+    if len(sel.expressions) != 1:
+        return None
+    agg = sel.expressions[0]
+    agg = agg.this if isinstance(agg, exp.Alias) else agg
+    tnode = sel.args["from_"].this
+    if type(agg) not in (exp.Max, exp.Min) or agg.expressions or not isinstance(tnode, exp.Table) \
+            or not tnode.db or set(k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
+        return None
+    table = ci_lookup(state.tables, (tnode.db, tnode.name))
+    col = _column(agg.this, {c.name.lower(): c for c in table.columns}, tnode.alias or tnode.name) if table else None
+    if col is None or col.is_nested:
+        return None
+    t = parse_type(col.type)
+    try:
+        if t not in _EXACT_TYPES or to_spark(col) != want:
+            return None
+    except UnsupportedTypeError:
+        return None
+    texts = []
+    for f in state.files(table):
+        if f.delete_file is not None or f.inlined_deletes or f.partial_max is not None:
+            return None
+        st = next((s for s in f.stats if s.column_id == col.column_id), None)
+        if st is None:
+            return None  # e.g. a column added later: its value there is the default, not in the stats
+        bound = st.max_value if isinstance(agg, exp.Max) else st.min_value
+        if bound is None:
+            if st.null_count is not None and st.null_count >= f.record_count:
+                continue  # every value NULL: no bound to take
+            return None
+        texts.append(bound)
+    if not texts or any(len(x) for x in read_inlined(state, table, with_rowid=False)):
+        return None  # NULL (Spark finds no row quickly), or inlined rows the stats do not cover
+    pick = max if isinstance(agg, exp.Max) else min
+    try:
+        text = pick(texts, key=lambda x: sort_key(t, x))
+        if t == "date":
+            return (f"CAST('{text}' AS DATE)", text) if _DATE.match(text) else None
+        if t == "timestamp":
+            return (f"CAST('{text}' AS TIMESTAMP_NTZ)", text) if _TIMESTAMP.match(text) else None
+        if t == "timestamptz":
+            micros, rest = divmod(sort_key(t, text), 1000)
+            return None if rest or not isinstance(micros, int) else _RENDER[T.TimestampType][1](micros, want)
+        return _RENDER[type(want)][1](int(text), want)
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def _micros_text(micros: int) -> str:
+    return (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(sep=" ") + "+00:00"
+
+
+# Spark type -> (projection of the value giving an exact Python value, (value, type) -> (literal, lake text))
+_RENDER = {
+    T.ByteType: ("{}", lambda v, t: (f"CAST({v} AS {t.simpleString()})", str(v))),
+    T.ShortType: ("{}", lambda v, t: (f"CAST({v} AS {t.simpleString()})", str(v))),
+    T.IntegerType: ("{}", lambda v, t: (f"CAST({v} AS {t.simpleString()})", str(v))),
+    T.LongType: ("{}", lambda v, t: (f"CAST({v} AS {t.simpleString()})", str(v))),
+    T.DecimalType: ("CAST({} AS STRING)", lambda v, t: (f"CAST('{v}' AS {t.simpleString()})", v)),
+    T.DateType: ("CAST({} AS STRING)", lambda v, t: (f"CAST('{v}' AS DATE)", v)),
+    T.TimestampNTZType: ("CAST({} AS STRING)", lambda v, t: (f"CAST('{v}' AS TIMESTAMP_NTZ)", v)),
+    # with a time zone: the instant as microseconds, independent of the session's zone
+    T.TimestampType: ("unix_micros({})", lambda v, t: (f"timestamp_micros({v})", _micros_text(v))),
+    T.StringType: ("{}", lambda v, t: (string_literal(v), v)),
+}

@@ -1,0 +1,192 @@
+"""Queries read only the data files their WHERE can match (spark/read_pruning): filters by literals and by
+uncorrelated scalar subqueries (dbt's incremental filter) prune a lake table's files.
+
+The proof of skipping is an outcome: the files that should be skipped are moved away before the query runs, so
+reading one fails it. Every result is compared with DuckDB running the same query on the lake; the tricky cases
+(OR/NOT, NULLs, time zones, renamed columns, deletes, inlined rows, correlated or shadowed subqueries) must give
+DuckDB's rows whether or not they prune.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark.names import LakeNames
+from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
+from tests.spark.test_pruning import _only_files
+from tests.support import reference
+
+# main.t: four files of 100 rows (ids 0-99, ..., 300-399), every column growing with id; n is NULL in the first file
+# and in the odd rows of the others; then rows 350-359 deleted, column `s` renamed to `label`, and two rows inlined
+# (ids 1000, 1001). main.m: one file, the "target" whose max the filters compare with.
+SETUP = [
+    "CREATE TABLE lake.t (id BIGINT, s VARCHAR, n INTEGER, d DATE, amt DECIMAL(10, 2), ts TIMESTAMP, "
+    "tz TIMESTAMPTZ)",
+    "CALL lake.set_option('data_inlining_row_limit', 0)",
+] + [
+    f"INSERT INTO lake.t SELECT i, 'n' || lpad(i::VARCHAR, 3, '0'), CASE WHEN i >= 100 AND i % 2 = 0 THEN i END, "
+    f"DATE '2024-01-01' + (i // 100)::INT, i / 4, TIMESTAMP '2024-01-01' + INTERVAL (i) HOUR, "
+    f"TIMESTAMPTZ '2024-01-01 00:00:00+00' + INTERVAL (i) HOUR FROM range({k * 100}, {k * 100 + 100}) r(i)"
+    for k in range(4)
+] + [
+    "DELETE FROM lake.t WHERE id BETWEEN 350 AND 359",
+    "ALTER TABLE lake.t RENAME COLUMN s TO label",
+    "CREATE TABLE lake.m AS SELECT id, n, amt, ts, tz, d FROM lake.t WHERE id BETWEEN 200 AND 249",
+    # max(id): 8 in k, 350 in k2; the statistics say 9 (k: row 9 deleted) and 8 (k2: 350 is inlined)
+    "CREATE TABLE lake.k AS SELECT id FROM range(0, 10) r(id)",
+    "DELETE FROM lake.k WHERE id = 9",
+    "CREATE TABLE lake.k2 AS SELECT id FROM range(0, 9) r(id)",
+    "CALL lake.set_option('data_inlining_row_limit', 10)",
+    "INSERT INTO lake.k2 VALUES (350)",
+    "INSERT INTO lake.t VALUES (1000, 'inl', 7, DATE '2030-01-01', 9.5, TIMESTAMP '2030-01-01', "
+    "TIMESTAMPTZ '2030-01-01 00:00:00+00'), (1001, NULL, NULL, NULL, NULL, NULL, NULL)",
+]
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, DuckLake]]:
+    root = tmp_path_factory.mktemp("read_pruning")
+    catalog = f"duckdb:///{root}/l.ducklake"
+    with reference.attached(catalog, data_path=f"{root}/data/") as con:
+        for sql in SETUP:
+            con.execute(sql)
+    lake = DuckLake.open(catalog)
+    try:
+        yield catalog, lake
+    finally:
+        lake.close()
+
+
+def _duckdb(catalog: str, sql: str) -> list[tuple]:
+    with reference.attached(catalog) as con:
+        con.execute("USE lake")
+        return sorted(con.execute(sql).fetchall(), key=repr)
+
+
+def _spark(spark: SparkSession, lake: DuckLake, sql: str, keep_ids: set[int] | None = None
+           ) -> tuple[list[tuple], dict]:
+    names = LakeNames(spark, lake)
+    state = names.refresh([("main", "t"), ("main", "m"), ("main", "k"), ("main", "k2")])
+    keep = keep_ids if keep_ids is not None else {0, 100, 200, 300}
+    with _only_files(lake, lambda lo, hi: lo in keep):  # main.t's file k holds ids 100k..100k+99
+        with pruned_reads(spark, state, sql) as q:
+            df = spark.sql(q.sql)
+        rows = sorted((tuple(r) for r in df.collect()), key=repr)  # after the views are dropped: the plan holds
+    return rows, q.files
+
+
+# (query, files of main.t it must read (by first id), (files read, files skipped))
+PRUNED = [
+    ("SELECT id, label FROM main.t WHERE id >= 120 AND id < 130", {100}, (1, 3)),
+    ("SELECT id FROM main.t WHERE ts > (SELECT max(ts) FROM main.m)", {200, 300}, (2, 2)),
+    ("SELECT id FROM main.t x WHERE x.tz >= (SELECT max(tz) FROM main.m) AND x.n IS NOT NULL", {200, 300}, (2, 2)),
+    ("SELECT id, amt FROM main.t WHERE amt <= (SELECT min(amt) FROM main.m)", {0, 100, 200}, (3, 1)),
+    ("SELECT id FROM main.t WHERE d = (SELECT max(d) FROM main.m) OR id < 10", {0, 200}, (2, 2)),
+    ("SELECT count(*) FROM main.t WHERE label >= 'n3'", {300}, (1, 3)),
+    ("SELECT id FROM main.t WHERE id > 340", {300}, (1, 3)),  # rows 350-359 deleted
+    ("SELECT id FROM main.t WHERE id > 500", set(), (0, 4)),  # only the inlined rows
+    ("SELECT id FROM main.t WHERE n IS NULL AND id < 100", {0}, (1, 3)),
+    ("SELECT id FROM main.t WHERE id IN (SELECT id FROM main.t WHERE id BETWEEN 5 AND 7)", {0, 100, 200, 300},
+     (1, 3)),  # only the inner read prunes (the outer WHERE has no literal)
+    ("WITH x AS (SELECT * FROM main.t WHERE id < 100) SELECT count(*) FROM x", {0}, (1, 3)),
+]
+
+
+@pytest.mark.parametrize(("sql", "keep", "files"), PRUNED)
+def test_filtered_reads_skip_files_and_return_duckdbs_rows(spark: SparkSession, lake: tuple[str, DuckLake],
+                                                          sql: str, keep: set[int], files: tuple[int, int]) -> None:
+    catalog, lk = lake
+    got, read = _spark(spark, lk, sql, keep)
+    assert read == {("main", "t"): files}
+    assert got == _duckdb(catalog, sql)
+
+
+def test_timestamptz_subquery_is_exact_in_any_session_time_zone(spark: SparkSession,
+                                                                lake: tuple[str, DuckLake]) -> None:
+    catalog, lk = lake
+    sql = "SELECT id FROM main.t WHERE tz > (SELECT max(tz) FROM main.m)"
+    old = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        got, read = _spark(spark, lk, sql, {200, 300})
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+    assert read == {("main", "t"): (2, 2)}
+    assert got == _duckdb(catalog, sql) and len(got) == 141  # 250-399 without the 10 deleted, and 1000
+
+
+# statements whose reads cannot (or must not) be pruned: the same rows as DuckDB, every file read
+UNPRUNED = [
+    "SELECT id FROM main.t WHERE NOT (id < 300)",
+    "SELECT id FROM main.t WHERE id < 10 OR upper(label) = 'N350'",  # an OR with an undecidable side
+    "SELECT id FROM main.t WHERE n > 5 OR n IS NULL",
+    "SELECT id FROM main.t WHERE id > (SELECT max(n) FROM main.m)",  # INT vs BIGINT: not substituted
+    "SELECT id FROM main.t WHERE id > (SELECT max(id) FROM main.m WHERE false)",  # NULL: no row
+    # correlated: the subquery alone does not analyze
+    "SELECT id FROM main.t x WHERE x.id > (SELECT max(m.id) FROM main.m m WHERE m.id < x.id - 240)",
+    "SELECT x.id FROM main.t x JOIN main.m y ON x.id = y.id WHERE x.id < 100",  # joins are left alone
+]
+
+
+@pytest.mark.parametrize("sql", UNPRUNED)
+def test_undecidable_filters_read_every_file(spark: SparkSession, lake: tuple[str, DuckLake], sql: str) -> None:
+    catalog, lk = lake
+    got, read = _spark(spark, lk, sql)
+    assert read == {}
+    assert got == _duckdb(catalog, sql)
+
+
+def test_a_cte_shadowing_a_view_is_not_evaluated_alone(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
+    _, lk = lake
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW shadow AS SELECT CAST(5 AS BIGINT) AS id")
+    try:
+        sql = ("WITH shadow AS (SELECT CAST(390 AS BIGINT) AS id) "
+               "SELECT id FROM main.t WHERE id > (SELECT max(id) FROM shadow)")
+        got, read = _spark(spark, lk, sql)
+    finally:
+        spark.catalog.dropTempView("shadow")
+    assert read == {}
+    assert sorted(r[0] for r in got) == [*range(391, 400), 1000, 1001]
+
+
+def test_statements_that_are_not_queries_are_unchanged(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
+    _, lk = lake
+    st = LakeNames(spark, lk).refresh([("main", "t")])
+    for sql in ["SET spark.sql.shuffle.partitions = 4", "SHOW TABLES IN main", "SELECT 1 WHERE true"]:
+        q = prune_query(spark, st, sql)
+        assert q.sql == sql and not q.views
+
+
+def test_max_from_exact_statistics_needs_no_read(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
+    """max/min of a table without deletes or inlined rows comes from the catalog: main.m's file can be away."""
+    catalog, lk = lake
+    sql = "SELECT id FROM main.t WHERE ts > (SELECT max(ts) FROM main.m) AND id <= (SELECT max(id) FROM main.m m)"
+    names = LakeNames(spark, lk)
+    state = names.refresh([("main", "t"), ("main", "m")])
+    st = lk.snapshot()
+    (mfile,) = st.files(st.table("main", "m"))
+    os.rename(mfile.path, mfile.path + ".away")
+    try:
+        with pruned_reads(spark, state, sql) as q:
+            got = sorted(r[0] for r in spark.sql(q.sql).collect())
+    finally:
+        os.rename(mfile.path + ".away", mfile.path)
+    assert "main.m" not in q.sql and q.files == {("main", "t"): (1, 3)}
+    assert got == [r[0] for r in _duckdb(catalog, sql)] == []  # ts > max(ts) means id > 249: none <= 249
+
+
+@pytest.mark.parametrize("inner", ["main.k", "main.k2"])
+def test_statistics_that_count_deleted_or_miss_inlined_rows_are_not_used(spark: SparkSession,
+                                                                        lake: tuple[str, DuckLake], inner: str) -> None:
+    catalog, lk = lake
+    sql = f"SELECT id FROM main.t WHERE id > (SELECT max(id) FROM {inner})"
+    got, read = _spark(spark, lk, sql, {0, 100, 200, 300} if inner == "main.k" else {300})
+    assert got == _duckdb(catalog, sql)
+    assert read == ({} if inner == "main.k" else {("main", "t"): (1, 3)})
+    ids = sorted(r[0] for r in got)
+    assert ids[0] == (9 if inner == "main.k" else 360)  # above the true max, not the statistics' (350-359 deleted)
