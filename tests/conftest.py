@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support import postgres
+from tests.support.reference_lakes import build, reference_state
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
@@ -77,3 +80,39 @@ def data_path(tmp_path: Path) -> str:
     path = tmp_path / "data"
     path.mkdir(exist_ok=True)
     return str(path) + "/"
+
+
+@dataclass(frozen=True)
+class ReferenceLake:
+    """A lake DuckDB built from a scenario (tests/support/reference_lakes) and DuckDB's answers about it."""
+
+    catalog: str
+    data_path: str
+    state: dict[str, Any]
+
+
+# built once per test process: a scenario's lake and its reference state cost seconds, and several read-only
+# conformance tests (our reader, Spark's scan, the reference's own claims) read the same lakes
+_REFERENCE_LAKES: dict[tuple[str, str], ReferenceLake] = {}
+
+
+def reference_lake_of(scenario: str, backend: str, request: pytest.FixtureRequest,
+                      tmp_path_factory: pytest.TempPathFactory) -> ReferenceLake:
+    """The shared lake of `scenario` on `backend`: callers only read it (copy it to change it)."""
+    key = (scenario, backend)
+    if key not in _REFERENCE_LAKES:
+        root = tmp_path_factory.mktemp(f"reference-{scenario}-{backend}")
+        (root / "data").mkdir()
+        catalog = _catalog_url(backend, request, root)
+        build(catalog, f"{root}/data/", scenario)
+        _REFERENCE_LAKES[key] = ReferenceLake(catalog, f"{root}/data/", reference_state(catalog))
+    return _REFERENCE_LAKES[key]
+
+
+@pytest.fixture(params=CATALOG_BACKENDS)
+def reference_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Callable[[str], ReferenceLake]:
+    """On each backend: `reference_lake(scenario)` is the shared, read-only lake of the scenario (see
+    `reference_lake_of`)."""
+    backend = str(request.param)
+    return lambda scenario: reference_lake_of(scenario, backend, request, tmp_path_factory)

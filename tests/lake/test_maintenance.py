@@ -96,9 +96,10 @@ def _view(state: dict[str, Any]) -> dict[str, Any]:
     return {"snapshots": snaps, "tables": tables, "changes": state["changes"]}
 
 
-def _ours_match_duckdb(lk: Lake) -> None:
-    """Our reader returns DuckDB's rows at every surviving snapshot."""
-    theirs = reference_state(lk.url)
+def _ours_match_duckdb(lk: Lake, theirs: dict[str, Any] | None = None) -> None:
+    """Our reader returns DuckDB's rows at every surviving snapshot (`theirs`: DuckDB's state of the lake as it is,
+    when already at hand)."""
+    theirs = theirs or reference_state(lk.url)
     lake = DuckLake.open(lk.url)
     try:
         for (sid, schema, name), info in theirs["tables"].items():
@@ -318,12 +319,13 @@ def test_delete_orphaned_files(tmp_path: Path, backend: str, request: pytest.Fix
 
 def _compare_op(ours: Lake, theirs: Lake) -> None:
     """Both copies: same snapshots and change strings, same rows at every snapshot, same file counts; ours reads."""
-    assert _view(reference_state(ours.url)) == _view(reference_state(theirs.url))
+    ref_ours, ref_theirs = reference_state(ours.url), reference_state(theirs.url)
+    assert _view(ref_ours) == _view(ref_theirs)
     assert _counts(ours) == _counts(theirs)
     stats = "SELECT table_id, record_count, next_row_id FROM {p}ducklake_table_stats ORDER BY 1"  # sizes differ
     assert ours.rows(stats) == theirs.rows(stats)
-    _ours_match_duckdb(ours)
-    _ours_match_duckdb(theirs)
+    _ours_match_duckdb(ours, ref_ours)
+    _ours_match_duckdb(theirs, ref_theirs)
     assert _unnumbered(violations(ours.url)) == _unnumbered(violations(theirs.url))
 
 

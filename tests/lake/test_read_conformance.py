@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from dbt.adapters.ducklake.lake.changes import read_changes
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.scan import read_arrow
+from tests.conftest import ReferenceLake
 from tests.lake.compare import arrow_rows, plain_rows
-from tests.support.reference_lakes import SCENARIOS, build, reference_state
+from tests.support.reference_lakes import SCENARIOS
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_reader_matches_duckdb(scenario: str, catalog_url: str, data_path: str) -> None:
-    build(catalog_url, data_path, scenario)
-    ref = reference_state(catalog_url)
-    lake = DuckLake.open(catalog_url)
+def test_reader_matches_duckdb(scenario: str, reference_lake: Callable[[str], ReferenceLake]) -> None:
+    built = reference_lake(scenario)
+    ref = built.state
+    lake = DuckLake.open(built.catalog)
     try:
         checked = 0
         for (sid, schema, name), expected in sorted(ref["tables"].items()):

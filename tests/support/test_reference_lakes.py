@@ -16,7 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
-from tests.support.reference_lakes import SCENARIOS, build, reference_state
+from tests.conftest import ReferenceLake
+from tests.support.reference_lakes import SCENARIOS
 
 
 class Catalog:
@@ -204,11 +205,10 @@ def test_every_scenario_has_claims() -> None:
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_scenario(scenario: str, catalog_url: str, tmp_path: Path) -> None:
-    backend = catalog_url.split(":", 1)[0]
-    catalog = catalog_url
-    build(catalog, str(tmp_path / "data"), scenario)
-    state = reference_state(catalog)
+def test_scenario(scenario: str, reference_lake: Callable[[str], ReferenceLake]) -> None:
+    built = reference_lake(scenario)
+    catalog, state = built.catalog, built.state
+    backend = catalog.split(":", 1)[0]
     with open_catalog(catalog) as c:
         CLAIMS[scenario](c)
     snapshot_ids = [s[0] for s in state["snapshots"]]

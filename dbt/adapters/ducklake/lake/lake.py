@@ -150,8 +150,12 @@ class DuckLake:
             return list_snapshots(self.db, conn)
 
     def latest_snapshot_id(self) -> int:
+        return self.latest_snapshot().snapshot_id
+
+    def latest_snapshot(self) -> Snapshot:
+        """The latest snapshot's row (id, time, schema version, next ids), without loading the catalog state."""
         with self.db.read() as conn:
-            return find_snapshot(self.db, conn).snapshot_id
+            return find_snapshot(self.db, conn)
 
     def option(self, name: str, table_id: int | None = None, schema_id: int | None = None) -> str | None:
         """A set_option value (table scope, then schema scope, then global), as DuckDB resolves it."""

@@ -52,11 +52,13 @@ class LakeNames:
         self._registered: dict[tuple[str, str], str] = {}  # (schema, name) lower -> SQL of the Spark view
 
     def state(self) -> LakeState:
-        """The lake at its latest snapshot (re-read only when a new snapshot exists)."""
+        """The lake at its latest snapshot (re-read only when a new snapshot exists). A snapshot is known by its id
+        and time: a catalog restored from a copy can hold another snapshot under the same id."""
         with self._lock:
-            latest = self.lake.latest_snapshot_id()
-            if self._state is None or self._state.snapshot_id != latest:
-                self._state = self.lake.snapshot(latest)
+            latest = self.lake.latest_snapshot()
+            if self._state is None or (self._state.snapshot.snapshot_id, self._state.snapshot.snapshot_time) != (
+                    latest.snapshot_id, latest.snapshot_time):
+                self._state = self.lake.snapshot(latest.snapshot_id)
             return self._state
 
     def refresh(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None,
