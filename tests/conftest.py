@@ -6,6 +6,7 @@ from the top-level conftest; tests/functional/conftest.py sets the ducklake prof
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -116,3 +117,25 @@ def reference_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     `reference_lake_of`)."""
     backend = str(request.param)
     return lambda scenario: reference_lake_of(scenario, backend, request, tmp_path_factory)
+
+
+# Under pytest-xdist (scripts/test.sh: two workers, one scope per class or module) the longest scopes go first, so
+# that no worker is left alone with one at the end, and the modules reading the shared reference lakes come first
+# together, so that one worker's initial batch holds them and builds each lake once.
+_XDIST_FIRST = (
+    "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py", "tests/support/test_reference_lakes.py",
+    "tests/lake/test_maintenance.py", "tests/functional/adapter/test_snapshots.py",
+    "tests/functional/test_snapshot_scenarios.py", "tests/functional/test_change_feed.py",
+    "tests/spark/test_connect.py", "tests/functional/test_threads.py", "tests/functional/test_incremental_scenarios.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return _XDIST_FIRST.index(path) if path in _XDIST_FIRST else len(_XDIST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a module is kept

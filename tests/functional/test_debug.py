@@ -3,8 +3,21 @@ refused naming the key."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from dbt.adapters.factory import reset_adapters
 from dbt.tests.util import run_dbt_and_capture
+
+
+@pytest.fixture(autouse=True)
+def _forget_debug_adapter(request: pytest.FixtureRequest) -> Iterator[None]:
+    """`dbt debug` outside dbt's `project` fixture registers the adapter with a bare profile; dbt's `adapter` fixture
+    of the next test class in this process would get that one back (registration keeps the first) and fail without
+    a project name."""
+    yield
+    if "project" not in request.fixturenames:
+        reset_adapters()
 
 
 class TestDebugOk:
