@@ -26,3 +26,20 @@ def test_a_dml_target_is_not_a_read_unless_the_statement_reads_it_too() -> None:
     assert delete.refs == frozenset({("s", "tgt")})
     ctas = route("create or replace table s.t2 as select * from s.t2 union all select * from s.t1")
     assert ctas.refs == frozenset({("s", "t1"), ("s", "t2")})
+
+
+def test_show_statements_are_answered_from_the_lake() -> None:
+    from dbt.adapters.ducklake.relation_listing import pattern_matcher
+    from dbt.adapters.ducklake.router import ShowRelations
+
+    assert route("show tables in analytics like 'stg_*'") == ShowRelations("tables", "analytics", "stg_*")
+    assert route('/* {"app": "dbt"} */ SHOW TABLE EXTENDED IN `an`.`x` LIKE \'*\'') == ShowRelations(
+        "extended", "x", "*")
+    assert route("show views from s 'a|b*'") == ShowRelations("views", "s", "a|b*")
+    assert route("show tables") == ShowRelations("tables", None, None)
+    # shapes the catalog cannot answer go to Spark as written
+    assert isinstance(route("show table extended in s like 'a' partition (p=1)"), Passthrough)
+    assert isinstance(route("show columns in s.t"), Passthrough)
+    m = pattern_matcher("stg_*|Orders")
+    assert m is not None and [n for n in ("stg_a", "orders", "xstg_a", "orders2") if m.fullmatch(n)] == [
+        "stg_a", "orders"]

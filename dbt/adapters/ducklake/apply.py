@@ -45,6 +45,13 @@ def _columns(spark: SparkSession, ddl: str, not_null: tuple[str, ...] = ()) -> l
 
 def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
     """Stage the change in work; returns the number of rows it wrote or matched when known (-1 otherwise)."""
+    try:
+        return _apply(spark, work, c)
+    finally:
+        work.discard_unreferenced()  # files of objects this unit created, then dropped or replaced
+
+
+def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
     assert c.schema is not None or c.kind in ("create_schema", "drop_schema")
     schema, name = c.schema or "", c.name or ""
     tx = work.tx

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 
 from .apply import apply_change
-from .router import Change, Passthrough, TempView, Transaction, route, split_statements
+from .lake.state import ci_lookup
+from .relation_listing import show_relations
+from .router import Change, Passthrough, ShowRelations, TempView, Transaction, route, split_statements
 from .spark.read_pruning import pruned_reads
 from .spark.session import is_classic
 
@@ -52,25 +54,33 @@ class DuckLakeCursor:
         self.handle = handle
         self._df: DataFrame | None = None
         self._rows: list[tuple] | None = None
+        self._complete = False  # _rows holds every row of the result
         self._pos = 0
         self.rowcount = -1
         self.message = "OK"
 
     # DB-API ----------------------------------------------------------------------------------------------------
     def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> None:
-        self._df, self._rows, self._pos, self.rowcount = None, None, 0, -1
+        self._df, self._rows, self._pos, self.rowcount, self._complete = None, None, 0, -1, False
         for stmt in split_statements(render_bindings(sql, bindings)):
             self._execute_one(stmt)
 
     def _execute_one(self, sql: str) -> None:
         h = self.handle
         routed = route(sql)
-        self._df, self._rows, self._pos = None, None, 0
+        self._df, self._rows, self._pos, self._complete = None, None, 0, False
         if isinstance(routed, Transaction):
             {"begin": h.begin, "commit": h.commit, "rollback": h.rollback}[routed.action]()
             self.message = routed.action.upper()
             return
         rt = h.runtime
+        if isinstance(routed, ShowRelations):
+            state = rt.names.state()
+            current = rt.spark.catalog.currentDatabase()
+            self._df = show_relations(rt.spark, state, routed,
+                                      current if ci_lookup(state.schemas, current) is not None else h.creds.schema)
+            self.message = "OK"
+            return
         if isinstance(routed, Passthrough):
             with self._pruned(rt, routed.sql, routed.refs, h.creds.schema) as sql:
                 df = rt.spark.sql(sql)
@@ -113,20 +123,25 @@ class DuckLakeCursor:
             return None
         return [(f.name, f.dataType.simpleString(), None, None, None, None, f.nullable) for f in self._df.schema.fields]
 
-    def _fetch(self) -> list[tuple]:
-        if self._rows is None:
-            self._rows = [tuple(r) for r in self._df.collect()] if self._df is not None else []
+    def _fetch(self, upto: int | None = None) -> list[tuple]:
+        """The result's rows, at least the first `upto` of them (all when None): a fetchmany collects only what it
+        needs, and a later fetch collects the rest instead of losing it."""
+        if self._df is None:
+            self._rows = self._rows or []
+            self._complete = True
+        elif self._rows is None or not (self._complete or (upto is not None and upto <= len(self._rows))):
+            df = self._df if upto is None else self._df.limit(upto)
+            self._rows = [tuple(r) for r in df.collect()]
+            self._complete = upto is None or len(self._rows) < upto
         return self._rows
 
     def fetchall(self) -> list[tuple]:
         rows = self._fetch()[self._pos:]
-        self._pos = len(self._fetch())
+        self._pos += len(rows)
         return rows
 
     def fetchmany(self, size: int) -> list[tuple]:
-        if self._rows is None and self._df is not None:
-            self._rows = [tuple(r) for r in self._df.limit(self._pos + size).collect()]
-        rows = (self._rows or [])[self._pos:self._pos + size]
+        rows = self._fetch(self._pos + size)[self._pos:self._pos + size]
         self._pos += len(rows)
         return rows
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from pyspark.errors import AnalysisException
 
 from . import time_travel
 from .apply import partition_fields
@@ -35,6 +37,11 @@ class DuckLakeConfig(AdapterConfig):
     partition_by: list[str] | str | None = None
     incremental_strategy: str | None = None
     unique_key: list[str] | str | None = None
+
+
+_MISSING_RELATION = {"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"}
+_GRANTS_WARNED: set[str] = set()  # invocation ids whose run was told that grants are ignored
+_GRANTS_LOCK = threading.Lock()
 
 
 class DuckLakeAdapter(SparkAdapter):
@@ -109,8 +116,10 @@ class DuckLakeAdapter(SparkAdapter):
             self._handle().runtime.names.refresh([(relation.schema.lower(), (relation.identifier or "").lower())])
         try:
             fields = spark.table(name).schema.fields
-        except Exception:  # noqa: BLE001 - a missing relation has no columns, as in other adapters
-            return []
+        except AnalysisException as e:
+            if e.getCondition() in _MISSING_RELATION:
+                return []  # a missing relation has no columns, as in other adapters
+            raise  # a view that no longer analyses (e.g. a column it reads was dropped) is an error, not "no columns"
         return [SparkColumn(table_database=None, table_schema=relation.schema, table_name=relation.name,
                             table_type="view", table_owner="", table_stats=None, column=f.name, column_index=i,
                             dtype=f.dataType.simpleString()) for i, f in enumerate(fields)]
@@ -211,6 +220,18 @@ class DuckLakeAdapter(SparkAdapter):
         path = h.creds.data_path
         if "://" not in path and not os.access(os.path.abspath(path), os.W_OK):
             raise DbtRuntimeError(f"the data path {path!r} is not a writable folder")
+
+    @available
+    def grants_warning_due(self) -> bool:
+        """True the first time in a dbt invocation: `grants` is said to be ignored once per run."""
+        from dbt_common.invocation import get_invocation_id
+
+        with _GRANTS_LOCK:
+            invocation = get_invocation_id()
+            if invocation in _GRANTS_WARNED:
+                return False
+            _GRANTS_WARNED.add(invocation)
+            return True
 
     @available
     def valid_incremental_strategies(self) -> list[str]:

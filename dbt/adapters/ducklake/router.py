@@ -9,6 +9,7 @@ runs exactly what dbt rendered; only small expressions (conditions, assignments,
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -38,6 +39,16 @@ class TempView:
     query: str
     replace: bool
     refs: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ShowRelations:
+    """SHOW TABLES / SHOW VIEWS / SHOW TABLE EXTENDED [IN schema] [LIKE pattern]: answered from the lake catalog,
+    since Spark knows only the lake objects that earlier statements registered."""
+
+    kind: str  # tables | views | extended
+    schema: str | None  # None: the current schema
+    pattern: str | None  # Spark's pattern: '*' any characters, '|' alternatives, case-insensitive
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,31 @@ class MergeClause:
     insert_values: tuple[str, ...] = ()
 
 
-Statement = Passthrough | Transaction | Change | TempView
+Statement = Passthrough | Transaction | Change | TempView | ShowRelations
+
+_SHOW = re.compile(
+    r"\s*SHOW\s+(TABLES|VIEWS|TABLE\s+EXTENDED)(?:\s+(?:IN|FROM)\s+((?:`[^`]+`|[\w$]+)(?:\.(?:`[^`]+`|[\w$]+))*))?"
+    r"(?:\s+(?:LIKE\s+)?'((?:[^'\\]|\\.)*)')?\s*",
+    re.IGNORECASE | re.DOTALL)
+
+
+def _show(sql: str) -> ShowRelations | None:
+    """SHOW TABLES|VIEWS|TABLE EXTENDED [IN|FROM ns] [[LIKE] 'pattern'] (leading comments allowed), else None."""
+    body = sql
+    while True:  # dbt puts its query comment first
+        stripped = body.lstrip()
+        if stripped.startswith("/*") and "*/" in stripped:
+            body = stripped[stripped.index("*/") + 2:]
+        elif stripped.startswith("--"):
+            body = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        else:
+            break
+    m = _SHOW.fullmatch(body)
+    if m is None:
+        return None
+    kind = "extended" if "EXTENDED" in m.group(1).upper() else m.group(1).lower()
+    schema = m.group(2).split(".")[-1].strip("`") if m.group(2) else None
+    return ShowRelations(kind, schema, m.group(3))
 
 
 def split_statements(sql: str) -> list[str]:
@@ -119,6 +154,10 @@ def route(sql: str) -> Statement:
         return Transaction("commit")
     if head[:1] == ["rollback"] or head[:1] == ["abort"]:
         return Transaction("rollback")
+    if head[:1] == ["show"]:
+        show = _show(sql)
+        if show is not None:
+            return show
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except (ParseError, TokenError, ValueError):

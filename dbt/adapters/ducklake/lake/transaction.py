@@ -16,7 +16,7 @@ from .datafiles import DataFileSpec
 from .errors import CommitConflictError, DuckLakeError, TransactionClosedError
 from .paths import LocalFileIO, join_path
 from .records import Column, Snapshot, TableInfo, ViewInfo
-from .state import LakeState, find_snapshot, latest_snapshot, load_state
+from .state import LakeState, ci_lookup, find_snapshot, latest_snapshot, load_state
 
 if TYPE_CHECKING:
     from .lake import DuckLake
@@ -51,6 +51,7 @@ class Transaction:
         self._staged = CatalogBuilder(lake.db, None, self.base)  # type: ignore[arg-type]
         self._closed = False
         self.committed: Snapshot | None = None
+        self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -107,6 +108,10 @@ class Transaction:
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         self._bind(op)
+        self._record(op)
+
+    def _record(self, op: ops.Operation) -> None:
+        """Apply a (bound) operation to the staged view, or note what a data operation touches, and keep it."""
         if op.ddl:
             op.apply(self._staged)  # validates now, with a clear error, before anything is written
         else:
@@ -125,6 +130,76 @@ class Transaction:
                 changes.inlined_deleted.add(info.table_id)
         self._ops.append(op)
 
+    def _follow(self, created: int) -> tuple[str | None, set[int]]:
+        """The name an object created by operation `created` has after the later operations (None once dropped or
+        replaced), and the indexes of the operations on it (by name: a created object is never bound by id)."""
+        first = self._ops[created]
+        schema, current = first.schema.lower(), first.name  # type: ignore[attr-defined]
+        touching: set[int] = set()
+        for i in range(created + 1, len(self._ops)):
+            op = self._ops[i]
+            if op.bound_table_id is not None or getattr(op, "schema", "").lower() != schema:
+                continue
+            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.DropColumn | ops.AlterColumn)
+            target = getattr(op, "table" if on_columns else "name", None)
+            if not isinstance(target, str) or target.lower() != current.lower():
+                continue
+            if isinstance(op, ops.CreateTable | ops.CreateView):
+                return None, touching  # a later object of the same name replaced it
+            touching.add(i)
+            if isinstance(op, ops.RenameTable | ops.RenameView):
+                current = op.new_name
+            elif isinstance(op, ops.DropTable | ops.DropView):
+                return None, touching
+        return current, touching
+
+    def take_unreferenced_files(self) -> list[DataFileSpec]:
+        """Data files staged for objects that this transaction created and then dropped or replaced: no commit will
+        reference them, so the caller that wrote them removes them."""
+        files, self.unreferenced_files = self.unreferenced_files, []
+        return files
+
+    def _unstage_created(self, schema: str, name: str, *, view: bool) -> bool:
+        """Drop an object created in this transaction the way the reference does: nothing of it is committed (its
+        creation and every later change to it are unstaged; what a CREATE OR REPLACE replaced stays dropped), and
+        its staged data files go to `unreferenced_files`. False if the object was not created in this transaction."""
+        create_kind = ops.CreateView if view else ops.CreateTable
+        found: int | None = None
+        names: set[int] = set()  # indexes of the operations on the created object
+        for c, op in enumerate(self._ops):
+            if isinstance(op, create_kind) and op.schema.lower() == schema.lower():
+                final, touching = self._follow(c)
+                if final is not None and final.lower() == name.lower():
+                    found, names = c, touching
+        if found is None:
+            return False
+        created = self._ops[found]
+        kept: list[ops.Operation] = self._ops[:found]
+        replaced: list[ops.Operation] = []
+        if getattr(created, "replace", False):
+            # what the CREATE OR REPLACE replaced (if anything) is dropped all the same
+            replaced = [ops.DropTable(created.schema, created.name, if_exists=True),
+                        ops.DropView(created.schema, created.name, if_exists=True)]
+            kept += replaced
+        files: list[DataFileSpec] = []
+        for i, op in enumerate(self._ops[found + 1:], start=found + 1):
+            if i in names:
+                if isinstance(op, ops.AddDataFiles):
+                    files.extend(op.files)
+                continue
+            kept.append(op)
+        self._ops = []
+        self._staged = CatalogBuilder(self.lake.db, None, self.base)  # type: ignore[arg-type]
+        for op in kept:
+            if any(op is r for r in replaced):
+                objects = self._staged.tables if isinstance(op, ops.DropTable) else self._staged.views
+                if ci_lookup(objects, (op.schema, op.name)) is None:  # type: ignore[attr-defined]
+                    continue
+                self._bind(op)
+            self._record(op)
+        self.unreferenced_files.extend(files)
+        return True
+
     def _bind(self, op: ops.Operation) -> None:
         """Bind an operation on an existing table to the table's id (see Operation)."""
         if isinstance(op, ops.CreateTable | ops.CreateView | ops.CreateSchema | ops.DropSchema):
@@ -133,7 +208,6 @@ class Transaction:
         schema = getattr(op, "schema", None)
         if not isinstance(name, str) or schema is None:
             return
-        from .state import ci_lookup
 
         info = ci_lookup(self._staged.tables, (schema, name))
         if info is not None and info.table_id not in self._staged.created_table_ids:
@@ -164,12 +238,19 @@ class Transaction:
         for col in columns:
             for node in col.walk():
                 parse_type(node.type)  # raises UnsupportedTypeError naming the type
+        if replace and not self._closed:
+            self._unstage_created(schema, name, view=False)  # replacing a table of this transaction: unstage it
         self._stage(ops.CreateTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
                                     comment, replace))
         return self.table(schema, name)
 
     def drop_table(self, schema: str, name: str, *, if_exists: bool = False) -> None:
-        self._stage(ops.DropTable(schema, name, if_exists))
+        """DROP TABLE. A table created in this transaction is unstaged as the reference does (nothing of it is
+        committed; its staged files are left in `unreferenced_files` for the caller to remove)."""
+        if self._closed:
+            raise TransactionClosedError("this transaction has already been committed or abandoned")
+        if not self._unstage_created(schema, name, view=False):
+            self._stage(ops.DropTable(schema, name, if_exists))
 
     def rename_table(self, schema: str, name: str, new_name: str) -> None:
         self._stage(ops.RenameTable(schema, name, new_name))
@@ -224,7 +305,11 @@ class Transaction:
         self._stage(ops.CreateView(schema, name, sql, dialect, tuple(column_aliases), replace, comment))
 
     def drop_view(self, schema: str, name: str, *, if_exists: bool = False) -> None:
-        self._stage(ops.DropView(schema, name, if_exists))
+        """DROP VIEW. A view created in this transaction is unstaged as the reference does."""
+        if self._closed:
+            raise TransactionClosedError("this transaction has already been committed or abandoned")
+        if not self._unstage_created(schema, name, view=True):
+            self._stage(ops.DropView(schema, name, if_exists))
 
     def rename_view(self, schema: str, name: str, new_name: str) -> None:
         self._stage(ops.RenameView(schema, name, new_name))

@@ -7,6 +7,7 @@ them. Reads inside the unit see the lake as of the last commit (the base snapsho
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ..lake.errors import CommitStateUnknownError, NoSuchColumnError, NoSuchTableError
 from ..lake.lake import DuckLake
+from ..lake.paths import to_local
 from ..lake.records import Column, Snapshot
 from ..lake.transaction import Transaction
 from . import dml
@@ -166,6 +168,14 @@ class LakeWork:
         except BaseException:
             self._discard()
             raise
+
+    def discard_unreferenced(self) -> None:
+        """Remove the files staged for objects this unit created and then dropped or replaced: the transaction
+        unstaged them, so no commit will reference them."""
+        files = self.tx.take_unreferenced_files()
+        if files:
+            dirs = {os.path.dirname(os.path.abspath(to_local(f.path))) for f in files}
+            discard_files(files, os.path.dirname(os.path.commonpath(sorted(dirs))))
 
     def rollback(self) -> None:
         self.tx.abandon()

@@ -84,6 +84,7 @@
 {#- The end of every materialization: docs, post-hooks, then ONE commit for the model's snapshot. -#}
 {% macro ducklake_finish(relation, for_columns=true) -%}
   {% do persist_docs(relation, model, for_columns=for_columns) %}
+  {% do apply_grants(relation, config.get('grants'), should_revoke=false) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {{ adapter.commit() }}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
@@ -121,4 +122,14 @@
     the hard_deletes='new_record' staging, read column objects with .name from it. -#}
 {% macro ducklake__get_columns_in_relation(relation) -%}
   {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
+
+{#- DuckLake has no privileges: access is the catalog database's and the data path's. `grants` is said to be ignored
+    once per run (a warning, so --warn-error makes it an error), not silently dropped. -#}
+{% macro ducklake__apply_grants(relation, grant_config, should_revoke=True) -%}
+  {%- if grant_config and adapter.grants_warning_due() -%}
+    {% do exceptions.warn("dbt-ducklake: the `grants` config is ignored (first seen on " ~ relation ~ "): DuckLake has "
+        ~ "no privileges. Control access with the catalog database's users and roles (PostgreSQL) and the data "
+        ~ "path's file permissions.") %}
+  {%- endif -%}
 {%- endmacro %}

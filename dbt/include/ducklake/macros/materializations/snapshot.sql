@@ -46,6 +46,7 @@
     {{ final_sql }}
   {%- endcall %}
   {% do persist_docs(target_relation, model) %}
+  {% do apply_grants(target_relation, config.get('grants'), should_revoke=false) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {{ adapter.commit() }}
   {%- if staging is defined -%}
