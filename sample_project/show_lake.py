@@ -19,6 +19,7 @@ for sql in [
     "SELECT table_name, estimated_size AS rows, comment FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY 1",
     "SELECT * FROM lake.main.customers ORDER BY revenue DESC",
     "SELECT count(*) AS orders, sum(amount) AS amount FROM lake.main.order_log",
+    "SELECT * FROM lake.main.customer_cohorts ORDER BY cohort_month, months_since_first LIMIT 6",
     "SELECT * FROM lake.main.stg_customers ORDER BY customer_id LIMIT 3",
     "SELECT * FROM lake.main.customer_directory WHERE id IN (1, 2, 99) ORDER BY id",
     "SELECT id, name, country, dbt_valid_from, dbt_valid_to FROM lake.main.customers_history WHERE id IN (1, 2, 99) "

@@ -144,6 +144,11 @@ def test_write_delete_and_read_on_a_standalone_cluster(cluster: StandaloneCluste
         files = con.execute("SELECT count(*) FROM ducklake_list_files('lake', 't', schema => 'main')").fetchone()[0]
         assert files == got["data_files"]
 
+    # a dbt project (SQL and Python models) built on the same cluster: the Python model runs in dbt's driver
+    from tests.functional.test_connect_dbt import build_project
+
+    build_project(cluster.master_url, tmp_path / "dbt", cluster.env())
+
 
 if __name__ == "__main__":
     print(json.dumps(_workload(sys.argv[1], sys.argv[2])), flush=True)

@@ -20,7 +20,7 @@ from dbt_common.events.contextvars import get_node_info
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyspark.errors import AnalysisException
 
-from . import time_travel
+from . import python_models, time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
@@ -288,6 +288,54 @@ class DuckLakeAdapter(SparkAdapter):
             return time_travel.relation_at(rt.spark, rt.lake, relation.schema, relation.identifier, snap)
         except (time_travel.TimeTravelError, ValueError) as e:
             raise DbtRuntimeError(str(e)) from e
+
+    @available
+    def ducklake_python_model(self, model: dict[str, Any], compiled_code: str) -> str:
+        """Run a Python model in the adapter's SparkSession; returns the temporary view that holds its rows (the
+        materialization builds the table from it as from SQL). Nothing is staged before the model returns."""
+        h = self._handle()
+        rt = h.runtime
+        name = model.get("alias") or model.get("name") or "model"
+        try:
+            python_models.check_packages(name, model.get("config", {}).get("packages"))
+        except python_models.PythonModelError as e:
+            raise DbtRuntimeError(str(e)) from e
+        filename = os.path.join(self.config.project_root, model.get("original_file_path") or f"{name}.py")
+
+        def load(rel: python_models.Relation) -> Any:
+            rt.names.refresh([(rel.schema.lower(), rel.identifier.lower())], h.creds.schema)
+            return rt.spark.table(f"{self.quote(rel.schema)}.{self.quote(rel.identifier)}")
+
+        def relation(rel: python_models.Relation) -> BaseRelation:
+            return self.Relation.create(schema=rel.schema, identifier=rel.identifier, type=RelationType.Table)
+
+        def at(rel: python_models.Relation, kw: dict[str, Any]) -> Any:
+            unknown = set(kw) - {"version", "timestamp", "changes_back"}
+            if unknown:
+                raise python_models.PythonModelError(
+                    f"ducklake_at() takes version=, timestamp= or changes_back=, not {sorted(unknown)}")
+            spark_name = self.ducklake_at(relation(rel), kw.get("version"), kw.get("timestamp"),
+                                          kw.get("changes_back"))
+            if spark_name is None:
+                raise python_models.PythonModelError(
+                    f"{rel.schema}.{rel.identifier} has no version {kw.get('changes_back')} changes back")
+            return rt.spark.table(spark_name)
+
+        def changes(rel: python_models.Relation, incremental: bool) -> Any:
+            this = self.Relation.create(schema=model.get("schema"), identifier=name)
+            key = model.get("config", {}).get("unique_key")
+            return rt.spark.sql(self.ducklake_changes_sql(relation(rel), this, incremental, key))
+
+        # dbt.this may be read with spark.sql / spark.table (as in dbt-spark): make the lake name resolve
+        rt.names.refresh([((model.get("schema") or h.creds.schema).lower(), name.lower())], h.creds.schema)
+        try:
+            df = python_models.run_model(rt.spark, compiled_code, model_name=name, filename=filename, load=load,
+                                         at=at, changes=changes)
+        except python_models.PythonModelError as e:
+            raise DbtRuntimeError(str(e)) from None  # the model's own traceback is in the message
+        view = python_models.temp_view_name(model.get("unique_id") or name)
+        df.createOrReplaceTempView(view)
+        return view
 
     @available
     def change_feed_needs_rebuild(self, target: BaseRelation) -> bool:

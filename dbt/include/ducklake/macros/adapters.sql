@@ -3,7 +3,8 @@
 
 {% macro ducklake__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if language != 'sql' -%}
-    {{ exceptions.raise_compiler_error("dbt-ducklake runs SQL models only (model " ~ relation ~ " is " ~ language ~ ")") }}
+    {{ exceptions.raise_compiler_error("create_table_as takes SQL (model " ~ relation ~ " is " ~ language ~ "): "
+        ~ "the table and incremental materializations run Python models first (ducklake_run_python_model)") }}
   {%- endif -%}
   {%- if temporary -%}
     {{ create_temporary_view(relation, compiled_code) }}
@@ -131,5 +132,19 @@
     {% do exceptions.warn("dbt-ducklake: the `grants` config is ignored (first seen on " ~ relation ~ "): DuckLake has "
         ~ "no privileges. Control access with the catalog database's users and roles (PostgreSQL) and the data "
         ~ "path's file permissions.") %}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- A Python model (models/*.py, `def model(dbt, session)`) runs in the adapter's SparkSession; its DataFrame (or a
+    pandas DataFrame / pyarrow Table) becomes a temporary view, returned here, that the materialization reads as it
+    reads a SQL model's query. none for a SQL model. -#}
+{% macro ducklake_run_python_model() -%}
+  {%- if model['language'] != 'python' -%}{{ return(none) }}{%- endif -%}
+  {{ return(adapter.ducklake_python_model(model, compiled_code)) }}
+{%- endmacro %}
+
+{% macro ducklake_drop_python_view(python_view) -%}
+  {%- if python_view -%}
+    {% call statement('drop_python_view') -%} drop view if exists {{ python_view }} {%- endcall %}
   {%- endif -%}
 {%- endmacro %}

@@ -2,7 +2,7 @@
     temporary Spark view, evolve the table's schema (on_schema_change, as DuckLake ALTERs: no file is rewritten) and
     apply the strategy. Everything between the BEGIN and the commit in ducklake_finish is ONE DuckLake snapshot:
     schema changes, deletes, new files and the change-feed cursors of ducklake_changes(). -#}
-{% materialization incremental, adapter='ducklake', supported_languages=['sql'] %}
+{% materialization incremental, adapter='ducklake', supported_languages=['sql', 'python'] %}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set unique_key = config.get('unique_key') -%}
@@ -16,6 +16,9 @@
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {#- a Python model's rows are a temporary view: the strategies take it as they take a SQL model's query -#}
+  {%- set python_view = ducklake_run_python_model() -%}
+  {%- set compiled_code = ('select * from ' ~ python_view) if python_view else compiled_code -%}
 
   {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh()
                      or adapter.change_feed_needs_rebuild(this) -%}
@@ -68,6 +71,7 @@
       {%- endcall %}
     {%- endif -%}
   {%- endif -%}
+  {{ ducklake_drop_python_view(python_view) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
