@@ -78,12 +78,15 @@ class ChangeSet:
     def empty(self) -> bool:
         return not self.render()
 
-    def without_tables(self, table_ids: set[int]) -> ChangeSet:
-        """A copy without these (provisional, transaction-local) table ids, for conflict checks."""
+    def without_created(self, table_ids: set[int], view_ids: set[int]) -> ChangeSet:
+        """A copy without the ids of tables and views this transaction creates, for conflict checks: they are
+        provisional (a retry gives them fresh ids), and another writer's object may hold the same id meanwhile."""
         out = replace(self)
         for name in ("inserted_tables", "deleted_tables", "altered_tables", "inlined_inserted", "inlined_deleted",
                      "dropped_tables"):
             setattr(out, name, getattr(self, name) - table_ids)
+        for name in ("altered_views", "dropped_views"):
+            setattr(out, name, getattr(self, name) - view_ids)
         return out
 
 
@@ -121,6 +124,7 @@ class CatalogBuilder:
         self.now = dt.datetime.now(dt.timezone.utc)
         self.written_files: list[str] = []  # files this attempt wrote (removed if it fails)
         self.created_table_ids: set[int] = set()
+        self.created_view_ids: set[int] = set()
 
     # ids and statements ------------------------------------------------------------------------------------
     def catalog_id(self) -> int:
@@ -382,6 +386,7 @@ class CatalogBuilder:
         info = ViewInfo(vid, str(uuid7()), s.schema_id, s.name, name, dialect, sql, alias_text, self.snapshot_id)
         self.insert_view(info)
         self.views[(s.name, name)] = info
+        self.created_view_ids.add(vid)
         self.changes.created_tables.append((s.name, name, True))
         self.note_created_in(s)
         self.ddl_change()

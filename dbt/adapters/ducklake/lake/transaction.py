@@ -348,7 +348,8 @@ class Transaction:
                 with db.write() as conn:
                     latest_snap = latest_snapshot(db, conn)
                     if latest_snap.snapshot_id != self.base.snapshot_id:
-                        mine = self._staged.changes.without_tables(self._staged.created_table_ids)
+                        mine = self._staged.changes.without_created(self._staged.created_table_ids,
+                                                                    self._staged.created_view_ids)
                         check_conflicts(db, conn, self.base.snapshot_id, mine)
                     latest = load_state(db, conn, latest_snap, self.lake.data_path)
                     builder = CatalogBuilder(db, conn, latest)
