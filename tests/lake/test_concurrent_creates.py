@@ -45,7 +45,7 @@ def test_staged_together_committed_in_turn(catalog_url: str, tmp_path: Path) -> 
     # tables
     indexes = [1, 3, 5, 0, 2, 4]
     txs = [lake.transaction() for _ in indexes]
-    for i, tx in zip(indexes, txs):
+    for i, tx in zip(indexes, txs, strict=True):
         _stage_model(tx, i)
     for tx in txs:
         assert tx.commit() is not None

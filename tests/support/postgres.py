@@ -136,6 +136,42 @@ class PostgresServer:
         self._created.append(name)
         return self.database_url(name)
 
+    def add_password_user(self, name: str, password: str) -> bool:
+        """A superuser role `name` that logs in with `password`. On an owned server the role must authenticate with
+        scram-sha-256 over TCP (a rule put first in pg_hba.conf, then reloaded); returns whether that is enforced
+        (a borrowed server keeps its own rules)."""
+        from psycopg import sql
+
+        with self.connect() as con:
+            exists = con.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone()
+            con.execute(sql.SQL("{} ROLE {} LOGIN SUPERUSER PASSWORD {}").format(
+                sql.SQL("ALTER" if exists else "CREATE"), sql.Identifier(name), sql.Literal(password)))
+            if not self.owned or self.root_dir is None:
+                return False
+            hba = os.path.join(self.root_dir, "data", "pg_hba.conf")
+            with open(hba) as f:
+                rules = f.read()
+            rule = f"host all {name} 127.0.0.1/32 scram-sha-256\n"
+            if rule not in rules:
+                with open(hba, "w") as f:
+                    f.write(rule + rules)
+            con.execute("SELECT pg_reload_conf()")
+        return True
+
+    def halt(self) -> None:
+        """Stop an owned server's process, keeping its data (`resume` starts it again on the same port)."""
+        assert self.owned and self.root_dir is not None and self.bindir is not None
+        _run([*self._run_as, os.path.join(self.bindir, "pg_ctl"), "-D", os.path.join(self.root_dir, "data"), "-m",
+              "fast", "-w", "stop"], cwd=self.root_dir, what="pg_ctl stop")
+
+    def resume(self) -> None:
+        """Start a halted owned server again."""
+        assert self.owned and self.root_dir is not None and self.bindir is not None
+        _run([*self._run_as, os.path.join(self.bindir, "pg_ctl"), "-D", os.path.join(self.root_dir, "data"), "-l",
+              os.path.join(self.root_dir, "server.log"), "-w", "-t", "60", "start"], cwd=self.root_dir,
+             what="pg_ctl start")
+        _wait_ready(self)
+
     def stop(self) -> None:
         """Stop and delete an owned server; on a borrowed server drop the databases this session created."""
         if self._stopped:
@@ -232,6 +268,11 @@ def _base_tmp() -> str | None:
     if (os.geteuid() == 0 or len(base) > 60) and os.path.isdir("/tmp"):
         return "/tmp"
     return None
+
+
+def start_private() -> PostgresServer:
+    """A new private server of the test's own (to stop and restart), whatever $DUCKLAKE_TEST_PG_URL says."""
+    return _start_private()
 
 
 def _start_private() -> PostgresServer:

@@ -111,17 +111,28 @@ class DuckLakeConnectionManager(SQLConnectionManager):
     def exception_handler(self, sql: str) -> Iterator[None]:
         try:
             yield
-        except DbtRuntimeError:
+        except DbtRuntimeError as e:
             self.rollback_if_open()
+            redacted = self._redact(str(e))
+            if redacted != str(e):
+                raise type(e)(redacted) from None
             raise
         except (DuckLakeError, RoutingError, ValueError) as e:
-            logger.debug(f"DuckLake error while running:\n{sql}\n{e}")
+            logger.debug(self._redact(f"DuckLake error while running:\n{sql}\n{e}"))
             self.rollback_if_open()
-            raise DbtDatabaseError(f"{type(e).__name__}: {e}") from e
+            raise DbtDatabaseError(self._redact(f"{type(e).__name__}: {e}")) from None
         except PySparkException as e:
             logger.debug(f"Spark error while running:\n{sql}\n{e}")
             self.rollback_if_open()
-            raise DbtDatabaseError(str(e).strip()) from e
+            raise DbtDatabaseError(self._redact(str(e).strip())) from e
+        except Exception as e:  # e.g. a catalog driver's error: still rolled back, still a database error
+            logger.debug(self._redact(f"Error while running:\n{sql}\n{e}"))
+            self.rollback_if_open()
+            raise DbtDatabaseError(self._redact(f"{type(e).__name__}: {str(e).strip()}")) from None
+
+    def _redact(self, text: str) -> str:
+        creds = self.profile.credentials
+        return creds.redact(text) if isinstance(creds, DuckLakeCredentials) else text
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

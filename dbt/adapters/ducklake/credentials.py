@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtRuntimeError
+
+from .lake.catalog_url import CatalogLocation, parse_catalog
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
 
@@ -23,6 +27,10 @@ class DuckLakeCredentials(Credentials):
     spark_config: dict[str, str] = field(default_factory=dict)
     # the author of the snapshots dbt commits (default: the operating system user)
     author: str | None = None
+    # the catalog database's password, kept out of `catalog`, e.g. "{{ env_var('DBT_ENV_SECRET_LAKE_PASSWORD') }}"
+    # (dbt scrubs DBT_ENV_SECRET_* values from its logs). Without it and without one in the URL, PostgreSQL's own
+    # environment applies (PGPASSWORD, ~/.pgpass). Never shown: `dbt debug` and every message mask it.
+    password: str | None = None
     schema: str = "main"  # type: ignore[assignment]
     database: str | None = None  # type: ignore[assignment]
 
@@ -57,7 +65,44 @@ class DuckLakeCredentials(Credentials):
 
     @property
     def unique_field(self) -> str:
-        return self.catalog
+        return self.catalog_display
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("catalog", "data_path", "schema", "master", "spark_config", "author")
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
+        """What `dbt debug` shows: the catalog with any password masked."""
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            yield key, (self.catalog_display if key in ("catalog", "catalog_url") else value)
+
+    def catalog_location(self) -> CatalogLocation:
+        """Where the catalog is, with the profile's `password` (if any) in its URL."""
+        loc = parse_catalog(self.catalog)
+        if self.password and loc.backend == "postgresql" and not loc.url.password:
+            return CatalogLocation(loc.backend, loc.url.set(password=self.password))
+        return loc
+
+    @property
+    def catalog_display(self) -> str:
+        """The catalog for messages and logs: any password masked."""
+        try:
+            return self.redact(parse_catalog(self.catalog).render())
+        except Exception:  # noqa: BLE001 - an unparsable value is shown, with secrets masked
+            return self.redact(self.catalog)
+
+    def secrets(self) -> list[str]:
+        """The secret strings of this profile (the password, as given and as URLs spell it)."""
+        found = {self.password} if self.password else set()
+        try:
+            url_password = parse_catalog(self.catalog).url.password
+        except Exception:  # noqa: BLE001 - no parsable URL, no password in it
+            url_password = None
+        if url_password:
+            found.add(str(url_password))
+        return sorted({form for s in found for form in (s, quote(s, safe=""), quote_plus(s))}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        """The text with every secret of this profile replaced by ****."""
+        for secret in self.secrets():
+            text = text.replace(secret, "****")
+        return text

@@ -216,7 +216,7 @@ class DuckLakeAdapter(SparkAdapter):
         try:
             rt.lake.snapshot()
         except Exception as e:  # noqa: BLE001
-            raise DbtRuntimeError(f"the catalog {h.creds.catalog!r} cannot be read: {e}") from e
+            raise DbtRuntimeError(h.creds.redact(f"the catalog {h.creds.catalog_display!r} cannot be read: {e}")) from None
         path = h.creds.data_path
         if "://" not in path and not os.access(os.path.abspath(path), os.W_OK):
             raise DbtRuntimeError(f"the data path {path!r} is not a writable folder")

@@ -19,7 +19,6 @@ from pyspark.sql import SparkSession
 
 from .change_feed import Cursors
 from .credentials import DuckLakeCredentials
-from .lake.catalog_url import parse_catalog
 from .lake.lake import DuckLake
 from .lake.paths import to_local
 from .spark.names import LakeNames
@@ -43,11 +42,11 @@ class SetupError(RuntimeError):
 
 
 @contextlib.contextmanager
-def _component(what: str) -> Iterator[None]:
+def _component(what: str, creds: DuckLakeCredentials) -> Iterator[None]:
     try:
         yield
     except Exception as e:  # noqa: BLE001 - any failure here is reported as this part's
-        raise SetupError(f"{what} does not work: {e}") from e
+        raise SetupError(creds.redact(f"{what} does not work: {e}")) from None  # the cause may hold secrets
 
 
 def _quiet_spark_logs() -> None:
@@ -63,11 +62,11 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
         rt = _RUNTIMES.get(key)
         if rt is None:
             _quiet_spark_logs()
-            with _component(f"the data path {creds.data_path!r}"):
+            with _component(f"the data path {creds.data_path!r}", creds):
                 _make_local_dirs(creds)
-            with _component(f"the catalog {creds.catalog!r}"):
-                lake = DuckLake.open_or_create(creds.catalog, creds.data_path)
-            with _component(f"Spark (master {creds.master!r})"):
+            with _component(f"the catalog {creds.catalog_display!r}", creds):
+                lake = DuckLake.open_or_create(creds.catalog_location(), creds.data_path)
+            with _component(f"Spark (master {creds.master!r})", creds):
                 spark = _spark(creds)
             rt = Runtime(spark, lake, LakeNames(spark, lake))
             _RUNTIMES[key] = rt
@@ -77,7 +76,7 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
 def _make_local_dirs(creds: DuckLakeCredentials) -> None:
     """The embedded default writes a catalog file and a data folder: create their directories, as DuckDB's ATTACH
     creates its file (a server catalog or a remote data path is left alone)."""
-    loc = parse_catalog(creds.catalog)
+    loc = creds.catalog_location()
     if loc.file_path and loc.file_path != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(loc.file_path)), exist_ok=True)
     if "://" not in creds.data_path or creds.data_path.startswith("file://"):

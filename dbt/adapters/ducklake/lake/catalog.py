@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,7 +17,8 @@ from sqlalchemy.pool import NullPool
 from .arrow_insert import insert_from_arrow
 from .catalog_url import CatalogLocation
 from .dialect import Dialect, dialect_for
-from .errors import CatalogConnectionError
+from .errors import CatalogConnectionError, CommitStateUnknownError
+from .faults import fault_point
 
 # A DuckDB catalog file is locked by the process that has it open; another process waits this long for it.
 DUCKDB_LOCK_WAIT_SECONDS = 30.0
@@ -25,6 +27,13 @@ POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
 # From this many rows a DuckDB-catalog INSERT goes through Arrow instead of executemany (see arrow_insert)
 ARROW_INSERT_MIN_ROWS = 2
 
+
+# the pip extra that installs each backend's driver (DuckDB's and SQLite's come with the package)
+_DRIVER_EXTRAS = {"postgresql": "postgres"}
+
+# Tests only: called with "before" and "after" around a write transaction's COMMIT (raising there simulates a
+# COMMIT that fails, or one whose acknowledgement is lost)
+COMMIT_HOOK: Callable[[CatalogDB, str], None] | None = None
 
 _FILE_LOCKS: dict[str, threading.RLock] = {}
 _FILE_LOCKS_GUARD = threading.Lock()
@@ -69,8 +78,17 @@ class CatalogDB:
     # connections -------------------------------------------------------------------------------------------
     @property
     def engine(self) -> sa.Engine:
+        """The SQLAlchemy engine. Raises CatalogConnectionError naming the extra to install when the backend's
+        driver is missing."""
         if self._engine is None:
-            self._engine = self._make_engine()
+            try:
+                self._engine = self._make_engine()
+            except (ImportError, sa.exc.NoSuchModuleError) as e:
+                extra = _DRIVER_EXTRAS.get(self.location.backend, "")
+                raise CatalogConnectionError(
+                    f"the {self.location.backend} catalog {self.location.render()!r} needs a driver that is not "
+                    f"installed ({e}): pip install 'dbt-ducklake[{extra}]'" if extra else
+                    f"the catalog {self.location.render()!r} needs a driver that is not installed: {e}") from None
         return self._engine
 
     def _make_engine(self) -> sa.Engine:
@@ -151,9 +169,26 @@ class CatalogDB:
             except BaseException:
                 self._end(conn, begin_sql, "ROLLBACK")
                 raise
-            self._end(conn, begin_sql, "COMMIT" if commit else "ROLLBACK")
+            if not commit:
+                self._end(conn, begin_sql, "ROLLBACK")
+                return
+            try:
+                fault_point("catalog_transaction")
+                if COMMIT_HOOK is not None:
+                    COMMIT_HOOK(self, "before")
+                self._end(conn, begin_sql, "COMMIT")
+                fault_point("after_commit")
+                if COMMIT_HOOK is not None:
+                    COMMIT_HOOK(self, "after")
+            except BaseException as e:
+                # the COMMIT may or may not have been applied: only reading the catalog again can tell
+                cause = str(getattr(e, "orig", None) or e).strip().splitlines()[:1]
+                raise CommitStateUnknownError(
+                    f"the catalog {self.location.render()!r} failed while committing "
+                    f"({cause[0] if cause else type(e).__name__})") from e
         finally:
-            conn.close()
+            with contextlib.suppress(Exception):  # a connection that died with the commit cannot close cleanly
+                conn.close()
 
     @staticmethod
     def _end(conn: Connection, begin_sql: str | None, how: str) -> None:
@@ -170,6 +205,12 @@ class CatalogDB:
             self._engine = None
 
     # helpers -----------------------------------------------------------------------------------------------
+    def backend_pid(self, conn: Connection) -> int | None:
+        """PostgreSQL: the server process of a connection (a failed COMMIT is settled once it has ended)."""
+        if self.location.backend != "postgresql":
+            return None
+        return int(conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+
     def has_table(self, conn: Connection, name: str) -> bool:
         """Whether a catalog table exists (used to tell a lake from another database)."""
         schema = self.metadata_schema or self.dialect.default_schema

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from .records import Snapshot
 from .state import LakeState, find_snapshot, list_snapshots, load_state
 
 if TYPE_CHECKING:
+    from .commit_outcome import CommitAttempt
     from .transaction import Transaction
 
 CREATED_BY = "dbt-ducklake"
@@ -28,6 +30,8 @@ class DuckLake:
         self.db = db
         self.data_path = data_path
         self.options = options  # global ducklake_metadata rows (version, data_path, encrypted, set_option values)
+        self._unknown: list[CommitAttempt] = []  # commits whose outcome could not be read yet
+        self._unknown_lock = threading.Lock()
 
     # opening -----------------------------------------------------------------------------------------------
     @classmethod
@@ -191,6 +195,29 @@ class DuckLake:
                             {"k": name, "v": str(value), "s": scope, "i": scope_id})
         if scope is None:
             self.options[name] = str(value)
+
+    def note_unknown_commit(self, attempt: CommitAttempt) -> None:
+        """Remember a commit whose outcome is unknown: its files stay until the catalog says it did not land."""
+        with self._unknown_lock:
+            self._unknown.append(attempt)
+
+    def resolve_unknown_commits(self) -> list[CommitAttempt]:
+        """Ask the catalog about the commits whose outcome was unknown: those that landed are forgotten, the files of
+        those that provably did not are removed; the rest stay unknown. Returns the attempts still unknown."""
+        from .commit_outcome import outcome, remove_files
+
+        with self._unknown_lock:
+            pending, self._unknown = self._unknown, []
+        still = []
+        for attempt in pending:
+            landed = outcome(self.db, attempt)
+            if landed is None:
+                still.append(attempt)
+            elif not landed:
+                remove_files(attempt)
+        with self._unknown_lock:
+            self._unknown[:0] = still
+        return still
 
     def transaction(self, **kw: Any) -> Transaction:
         """Start staging changes; commit them as one snapshot (see Transaction)."""

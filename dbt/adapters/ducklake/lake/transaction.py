@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -9,17 +10,20 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from . import commit_outcome
 from . import operations as ops
 from .builder import CatalogBuilder
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
-from .errors import CommitConflictError, DuckLakeError, TransactionClosedError
+from .errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
 from .paths import LocalFileIO, join_path
 from .records import Column, Snapshot, TableInfo, ViewInfo
-from .state import LakeState, ci_lookup, find_snapshot, latest_snapshot, load_state
+from .state import LakeState, ci_lookup, latest_snapshot, load_state
 
 if TYPE_CHECKING:
     from .lake import DuckLake
+
+logger = logging.getLogger(__name__)
 
 # The reference's retry policy (ducklake_max_retry_count, ducklake_retry_wait_ms, ducklake_retry_backoff).
 MAX_RETRIES = 10
@@ -342,10 +346,13 @@ class Transaction:
             return None
         db = self.lake.db
         fileio = LocalFileIO()
+        self.lake.resolve_unknown_commits()
         for attempt in range(MAX_RETRIES + 1):
             builder: CatalogBuilder | None = None
+            backend_pid: int | None = None
             try:
                 with db.write() as conn:
+                    backend_pid = db.backend_pid(conn)
                     latest_snap = latest_snapshot(db, conn)
                     if latest_snap.snapshot_id != self.base.snapshot_id:
                         mine = self._staged.changes.without_created(self._staged.created_table_ids,
@@ -357,10 +364,31 @@ class Transaction:
                         op.apply(builder)
                     for sql, params in builder.finish(self.author, self.commit_message, self.commit_extra_info):
                         db.execute(conn, sql, params)
-                    snap_id = builder.snapshot_id
-                with db.read() as conn:
-                    self.committed = find_snapshot(db, conn, snap_id)
+                # committed: from here on nothing may remove a file, whatever fails
+                self.committed = self._snapshot(builder)
                 return self.committed
+            except CommitStateUnknownError as unknown:
+                assert builder is not None
+                tried = self._attempt(builder, backend_pid)
+                landed = commit_outcome.outcome(db, tried)
+                if landed:
+                    logger.info("commit of %s: the acknowledgement was lost but the snapshot is in the catalog",
+                                tried.describe())
+                    self.committed = self._snapshot(builder)
+                    return self.committed
+                if landed is None:
+                    # keep every file: they may be live; the lake asks again before its next commit
+                    self.lake.note_unknown_commit(tried)
+                    raise CommitStateUnknownError(
+                        f"commit of {tried.describe()}: {unknown}, and the catalog cannot be read to tell whether it "
+                        "landed. Its files are kept; this process checks again before its next commit (later, "
+                        "ducklake_delete_orphaned_files removes them if it did not land)") from unknown
+                _remove(fileio, builder)  # provably not applied: a fresh attempt, as after a lost race
+                if attempt >= MAX_RETRIES:
+                    raise CatalogConnectionError(f"commit of {tried.describe()} failed {MAX_RETRIES + 1} times (the "
+                                                 "catalog failed while committing; nothing was applied)") from unknown
+                logger.info("commit of %s was not applied (the catalog failed while committing): retrying",
+                            tried.describe())
             except sa.exc.DBAPIError as e:
                 _remove(fileio, builder)
                 if not db.dialect.is_conflict(e.orig) or attempt >= MAX_RETRIES:
@@ -369,14 +397,27 @@ class Transaction:
                             f"commit failed after {MAX_RETRIES} retries: other writers kept committing first"
                         ) from e
                     raise
-                time.sleep(RETRY_WAIT_SECONDS * (RETRY_BACKOFF**attempt) * (0.5 + random.random() / 2))
-            except DuckLakeError:
-                _remove(fileio, builder)
-                raise
+                wait = RETRY_WAIT_SECONDS * (RETRY_BACKOFF**attempt) * (0.5 + random.random() / 2)
+                logger.info("commit lost the race for snapshot %s to another writer; retry %d of %d in %.2fs",
+                            builder.snapshot_id if builder is not None else "?", attempt + 1, MAX_RETRIES, wait)
+                time.sleep(wait)
             except BaseException:
-                _remove(fileio, builder)
+                _remove(fileio, builder)  # a definite failure before the COMMIT: nothing was applied
                 raise
         raise AssertionError("unreachable")
+
+    def _snapshot(self, builder: CatalogBuilder) -> Snapshot:
+        """The snapshot a successful attempt wrote, as the catalog has it (built here: no read that could fail)."""
+        return Snapshot(snapshot_id=builder.snapshot_id, snapshot_time=builder.now,
+                        schema_version=builder.schema_version, next_catalog_id=builder.next_catalog_id,
+                        next_file_id=builder.next_file_id, changes_made=builder.changes.render(), author=self.author,
+                        commit_message=self.commit_message, commit_extra_info=self.commit_extra_info)
+
+    def _attempt(self, builder: CatalogBuilder, backend_pid: int | None) -> commit_outcome.CommitAttempt:
+        files = [f.path for op in self._ops if isinstance(op, ops.AddDataFiles) for f in op.files]
+        return commit_outcome.CommitAttempt(builder.snapshot_id, builder.now, builder.changes.render(),
+                                            self.commit_message, tuple(files + list(builder.written_files)),
+                                            backend_pid)
 
     def abandon(self) -> None:
         """Discard the staged changes."""

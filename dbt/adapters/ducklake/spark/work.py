@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..lake.errors import CommitStateUnknownError, NoSuchColumnError, NoSuchTableError
+from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
 from ..lake.paths import to_local
 from ..lake.records import Column, Snapshot
@@ -158,6 +159,7 @@ class LakeWork:
     def commit(self, *, author: str | None = None, commit_message: str | None = None,
                commit_extra_info: str | None = None) -> Snapshot | None:
         """One snapshot for everything staged (None if nothing was); written files go after a definite failure."""
+        fault_point("files_written")
         self.tx.author = author
         self.tx.commit_message = commit_message
         self.tx.commit_extra_info = commit_extra_info

@@ -38,6 +38,7 @@ from pyspark.sql import types as T
 from ..lake.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import CommitStateUnknownError, DuckLakeError, InvalidDataFileError, UnsupportedTypeError
+from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
 from ..lake.partitioning import validate_transform
 from ..lake.paths import as_dir, data_file_name, join_path, to_local, uuid7
@@ -110,6 +111,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         if keys:
             writer = writer.partitionBy(*[k.name for k in keys])
         writer.parquet(_uri(staging))
+        fault_point("spark_write")
         by = "name" if any(_has_list_or_map(c) for c in table.columns) else "field_id"
         for path, key_texts in _written_files(local_staging, [k.name for k in keys]):
             spec = _describe(path, table, keys, key_texts, by)
