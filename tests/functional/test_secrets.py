@@ -81,7 +81,7 @@ class _SecretChecks:
             schema="main")
         with pytest.raises(SetupError) as err:
             runtime_for(unreachable)
-        assert "the catalog 'postgresql+psycopg://" in str(err.value) and ":1/" in str(err.value)
+        assert "the catalog 'postgresql://lake_secret_user" in str(err.value) and ":1/" in str(err.value)
         _assert_nowhere({"a connection error": str(err.value)})
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +11,7 @@ from urllib.parse import quote, quote_plus
 
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtRuntimeError
+from sqlalchemy.engine import make_url
 
 from .lake.catalog_url import CatalogLocation, parse_catalog
 
@@ -85,10 +88,12 @@ class DuckLakeCredentials(Credentials):
     @property
     def catalog_display(self) -> str:
         """The catalog for messages and logs: any password masked."""
-        try:
-            return self.redact(parse_catalog(self.catalog).render())
-        except Exception:  # noqa: BLE001 - an unparsable value is shown, with secrets masked
-            return self.redact(self.catalog)
+        shown = self.catalog
+        if "://" in shown:
+            with contextlib.suppress(Exception):  # an unparsable value is shown as given, secrets masked below
+                shown = make_url(shown).render_as_string(hide_password=True)
+        shown = re.sub(r"(password=)\S+", r"\1***", shown)  # DuckDB's 'ducklake:postgres:… password=…' form
+        return self.redact(shown)
 
     def secrets(self) -> list[str]:
         """The secret strings of this profile (the password, as given and as URLs spell it)."""

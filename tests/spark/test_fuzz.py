@@ -1,0 +1,17 @@
+"""A seeded short run of the differential fuzzer (tests/support/fuzz.py; the long run is bench/fuzz.py): our layers
+and DuckDB apply the same random operations, every snapshot is compared both ways, and no mismatch is allowed."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from tests.support.fuzz import run_sequences
+
+SEEDS = [11, 12, 13]
+LENGTH = 12
+
+
+def test_seeded_sequences_agree_with_duckdb(spark: SparkSession) -> None:
+    sequences, operations, mismatches = run_sequences(spark, SEEDS, LENGTH)
+    assert mismatches == [], "\n\n".join(mismatches)
+    assert sequences == len(SEEDS) and operations >= len(SEEDS) * LENGTH // 2
