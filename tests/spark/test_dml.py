@@ -222,7 +222,12 @@ def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: Spark
     st = lake.snapshot()
     rows_before = arrow_rows(read_arrow(st, st.table("main", "d")))
     source = spark.sql("SELECT CAST(25 AS INT) AS id, 'x' AS v UNION ALL SELECT CAST(25 AS INT), 'y'")
-    with pytest.raises(MergeCardinalityError, match="several source rows match the target row"):
+    with pytest.raises(MergeCardinalityError, match=r"the source repeats keys \(id\): id=25 \(2 rows\)"):
+        merge_into(spark, lake, "main", "d", source, "t.id = s.id", matched="update", not_matched_insert=True)
+    # a key the target does not have yet, repeated: refused too (it would insert both rows), the values named
+    source = spark.sql("SELECT CAST(99999 AS INT) AS id, 'x' AS v UNION ALL SELECT CAST(99999 AS INT), 'y' "
+                       "UNION ALL SELECT CAST(7 AS INT), 'z' UNION ALL SELECT NULL, 'n1' UNION ALL SELECT NULL, 'n2'")
+    with pytest.raises(MergeCardinalityError, match=r"id=99999 \(2 rows\); a merge key must be unique"):
         merge_into(spark, lake, "main", "d", source, "t.id = s.id", matched="update", not_matched_insert=True)
     assert [s.snapshot_id for s in lake.snapshots()] == before
     st = lake.snapshot()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -340,10 +340,43 @@ def _comparable(col: Column | None, src_type: str | None) -> bool:
     return same and src_type != "binary"
 
 
-def bounds_sql(relation: str, keys: list[tuple[str, str]]) -> str:
-    """The row key_bounds needs: count(*), then min and max (as strings) of each key's source column."""
+def bounds_sql(relation: str, keys: list[tuple[str, str]], unique: Sequence[str] = ()) -> str:
+    """The row key_bounds needs: count(*), then min and max (as strings) of each key's source column; with `unique`
+    columns, then the count of rows with none of them NULL and the count of their distinct combinations."""
     aggs = "".join(f", CAST(min(s.{ident(sc)}) AS STRING), CAST(max(s.{ident(sc)}) AS STRING)" for _, sc in keys)
+    if unique:
+        cols = ", ".join(f"s.{ident(c)}" for c in unique)
+        aggs += f", count_if({' AND '.join(f's.{ident(c)} IS NOT NULL' for c in unique)}), count(DISTINCT {cols})"
     return f"SELECT count(*){aggs} FROM {relation} s"
+
+
+def merge_equality_columns(on: str) -> list[str]:
+    """The source columns of the ON condition's equalities t.<col> = s.<col> (a MERGE's key)."""
+    out = []
+    for term in conjuncts(on):
+        if not isinstance(term, exp.EQ):
+            continue
+        a, b = column_ref(term.this), column_ref(term.expression)
+        if a is None or b is None:
+            continue
+        if (a[0] or "").lower() == "s":
+            a, b = b, a
+        if (a[0] or "").lower() == "t" and (b[0] or "").lower() == "s" and b[1] not in out:
+            out.append(b[1])
+    return out
+
+
+def _refuse_repeated_keys(spark: SparkSession, relation: str, columns: list[str], schema: str, table: str) -> None:
+    """MergeCardinalityError naming the first repeated keys of a MERGE source (whether or not the target has them:
+    a key must identify one row, else the target's rows would depend on which duplicate wins or both be inserted)."""
+    cols = ", ".join(f"s.{ident(c)}" for c in columns)
+    rows = spark.sql(f"SELECT {cols}, count(*) AS n FROM {relation} s WHERE "
+                     f"{' AND '.join(f's.{ident(c)} IS NOT NULL' for c in columns)} GROUP BY {cols} "
+                     f"HAVING count(*) > 1 ORDER BY n DESC LIMIT 5").collect()
+    shown = "; ".join(", ".join(f"{c}={r[i]!r}" for i, c in enumerate(columns)) + f" ({r[-1]} rows)" for r in rows)
+    raise MergeCardinalityError(
+        f"MERGE into {schema}.{table}: the source repeats keys ({', '.join(columns)}): {shown}; a merge key must be "
+        "unique in the source (nothing was changed)")
 
 
 def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]], row: tuple | None = None
@@ -592,9 +625,13 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         with _removed_on_error(done):
             # every target row counts when unmatched target rows change; otherwise only files that can match
             keys = [] if by_source else merge_keys(spark, src_view, base, on)
-            # one job materializes the source now (the passes below read the same rows) and bounds its keys
-            bounds = tuple(spark.sql(bounds_sql(src_view, keys)).collect()[0])
+            unique = merge_equality_columns(on) if (matched or inserts) else []
+            # one job materializes the source now (the passes below read the same rows), bounds its keys and
+            # counts its distinct keys
+            bounds = tuple(spark.sql(bounds_sql(src_view, keys, unique)).collect()[0])
             n_source = bounds[0]
+            if unique and bounds[-2] != bounds[-1]:
+                _refuse_repeated_keys(spark, src_view, unique, schema, table)
             prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
             rows_of = _target_rows_sql(tx.base, base, prune_by) or _no_rows(base)
             target = f"({rows_of.sql})"
