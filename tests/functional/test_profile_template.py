@@ -6,7 +6,7 @@ import os
 
 import yaml
 
-from dbt.adapters.ducklake.credentials import DuckLakeCredentials
+from dbt.adapters.ducklake.credentials import DuckLakeCredentials, project_dir
 from dbt.include import ducklake
 
 
@@ -17,8 +17,10 @@ def test_template_defaults_make_valid_credentials() -> None:
     values = {k: v["default"] for k, v in template["prompts"].items()}
     threads = values.pop("threads")
     creds = DuckLakeCredentials.from_dict({**values})
-    assert (creds.catalog, creds.data_path, creds.schema, creds.master) == ("metadata.ducklake", "data/", "main",
-                                                                            "local[*]")
+    # relative paths are the project's (--project-dir of the last dbt invocation, else the current directory)
+    assert (creds.catalog, creds.data_path, creds.schema, creds.master) == (
+        os.path.join(project_dir(), "metadata.ducklake"), os.path.join(project_dir(), "data") + "/", "main",
+        "local[*]")
     assert threads >= 1
     # every prompt is a profile key of this adapter
     assert set(template["prompts"]) - {"threads"} <= set(DuckLakeCredentials.__dataclass_fields__)
@@ -29,4 +31,4 @@ def test_sample_profile_is_valid() -> None:
         sample = yaml.safe_load(f)
     out = dict(sample["default"]["outputs"]["dev"])
     assert out.pop("type") == "ducklake" and out.pop("threads") == 4
-    assert DuckLakeCredentials.from_dict(out).catalog == "metadata.ducklake"
+    assert DuckLakeCredentials.from_dict(out).catalog == os.path.join(project_dir(), "metadata.ducklake")

@@ -306,9 +306,13 @@ def test_delete_orphaned_files(tmp_path: Path, backend: str, request: pytest.Fix
             Path(lk.data, rel).write_bytes(b"PAR1")
     lake = DuckLake.open(ours.url)
     assert mt.delete_orphaned_files(lake) == []  # just written: younger than 2 days
-    found = mt.delete_orphaned_files(lake, all=True, dry_run=True)
+    # a file outside every table directory looks like another lake's: refused (DuckDB would delete it) ...
+    with pytest.raises(mt.ForeignFilesError, match="elsewhere/x.parquet"):
+        mt.delete_orphaned_files(lake, all=True, dry_run=True)
+    # ... unless forced: then the same files as DuckDB's
+    found = mt.delete_orphaned_files(lake, all=True, dry_run=True, force=True)
     assert sorted(os.path.relpath(p, ours.data) for p in found) == ["elsewhere/x.parquet", "main/u/stray.parquet"]
-    mt.delete_orphaned_files(lake, older_than=FUTURE)
+    mt.delete_orphaned_files(lake, older_than=FUTURE, force=True)
     lake.close()
     theirs_found = theirs.duck("CALL ducklake_delete_orphaned_files('lake', cleanup_all => true)")
     assert sorted(os.path.relpath(r[0], theirs.data) for r in theirs_found) == [

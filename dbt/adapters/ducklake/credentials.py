@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import difflib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,9 +46,16 @@ class DuckLakeCredentials(Credentials):
     def __pre_deserialize__(cls, data: dict[Any, Any]) -> dict[Any, Any]:
         data = super().__pre_deserialize__(data)
         data.setdefault("database", None)
+        known = {f.name for f in dataclasses.fields(cls)} | set(cls._ALIASES)
+        for key in data:
+            if key not in known:
+                near = difflib.get_close_matches(str(key), sorted(known - {"database"}), n=1)
+                hint = f"; did you mean `{near[0]}`?" if near else f"; valid keys: {', '.join(sorted(known))}"
+                raise DbtRuntimeError(f"ducklake profile: unknown key `{key}`{hint}")
         return data
 
     def __post_init__(self) -> None:
+        self.catalog, self.data_path = _resolved(self.catalog), _resolved_dir(self.data_path)
         if self.database is not None and self.database != self.schema:
             raise DbtRuntimeError(
                 f"ducklake profile: `database` ({self.database!r}) must be omitted or equal to `schema` "
@@ -111,3 +121,38 @@ class DuckLakeCredentials(Credentials):
         for secret in self.secrets():
             text = text.replace(secret, "****")
         return text
+
+
+def project_dir() -> str:
+    """Where relative paths of the profile point: the dbt project's directory (--project-dir, else the current one),
+    as paths in dbt_project.yml do, so that a command run from elsewhere reaches the same lake."""
+    try:
+        from dbt.flags import get_flags
+
+        given = getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:  # noqa: BLE001 - outside a dbt invocation: the current directory
+        given = None
+    return os.path.abspath(os.path.expanduser(str(given))) if given else os.getcwd()
+
+
+def _resolved(catalog: str) -> str:
+    """A file catalog's relative path made absolute against the project directory (URLs of servers unchanged)."""
+    if not catalog or catalog.startswith("ducklake:"):
+        return catalog
+    for prefix in ("duckdb:///", "sqlite:///"):
+        if catalog.startswith(prefix):
+            rest = catalog[len(prefix):]
+            return catalog if rest.startswith("/") or not rest else prefix + os.path.join(project_dir(), rest)
+    if "://" in catalog:
+        return catalog
+    path = os.path.expanduser(catalog)
+    return path if os.path.isabs(path) else os.path.join(project_dir(), path)
+
+
+def _resolved_dir(path: str) -> str:
+    """A local data path made absolute against the project directory, keeping its trailing slash."""
+    if not path or "://" in path:
+        return path
+    full = os.path.expanduser(path)
+    full = full if os.path.isabs(full) else os.path.join(project_dir(), full)
+    return full.rstrip("/") + "/" if path.endswith("/") else full

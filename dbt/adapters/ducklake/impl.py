@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from dbt.adapters.base import AdapterConfig, ConstraintSupport, available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationType
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
@@ -37,6 +39,26 @@ class DuckLakeConfig(AdapterConfig):
     partition_by: list[str] | str | None = None
     incremental_strategy: str | None = None
     unique_key: list[str] | str | None = None
+
+
+logger = AdapterLogger("DuckLake")
+
+
+def _existing_ancestor(path: str) -> str:
+    """The path, or its nearest existing parent (where a new data folder would be made)."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def _can_write_in(directory: str) -> bool:
+    """Whether a folder can be made in directory (probed with one that is removed at once: nothing stays)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".ducklake-probe-", dir=directory))
+        return True
+    except OSError:
+        return False
 
 
 _MISSING_RELATION = {"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"}
@@ -213,13 +235,18 @@ class DuckLakeAdapter(SparkAdapter):
             rt.spark.sql("select 1").collect()
         except Exception as e:  # noqa: BLE001
             raise DbtRuntimeError(f"Spark ({h.creds.master}) does not run queries: {e}") from e
+        path = h.creds.data_path
+        if "://" not in path and not _can_write_in(_existing_ancestor(path)):
+            raise DbtRuntimeError(f"the data path {path!r} does not work: it is not a writable folder, and none can be "
+                                  "made there")
+        if rt.lake is None:
+            logger.info(f"the catalog {h.creds.catalog_display} holds no DuckLake yet: the first writing command "
+                        f"(dbt run, seed, build) creates it, with its Parquet files in {h.creds.data_path}")
+            return
         try:
             rt.lake.snapshot()
         except Exception as e:  # noqa: BLE001
             raise DbtRuntimeError(h.creds.redact(f"the catalog {h.creds.catalog_display!r} cannot be read: {e}")) from None
-        path = h.creds.data_path
-        if "://" not in path and not os.access(os.path.abspath(path), os.W_OK):
-            raise DbtRuntimeError(f"the data path {path!r} is not a writable folder")
 
     @available
     def grants_warning_due(self) -> bool:

@@ -87,9 +87,10 @@ def run(rt: Runtime, op: str, **kw: Any) -> Any:
         if op == "expire_snapshots":
             summary = _expire(rt, kw)
         elif op in ("cleanup_old_files", "delete_orphaned_files"):
-            fn = mt.cleanup_old_files if op == "cleanup_old_files" else mt.delete_orphaned_files
-            got = fn(lake, _timestamp(kw.get("older_than"), "older_than"), bool(_either(kw, "all", "cleanup_all")),
-                     bool(kw.get("dry_run")))
+            args = (lake, _timestamp(kw.get("older_than"), "older_than"), bool(_either(kw, "all", "cleanup_all")),
+                    bool(kw.get("dry_run")))
+            got = (mt.cleanup_old_files(*args) if op == "cleanup_old_files"
+                   else mt.delete_orphaned_files(*args, force=bool(kw.get("force"))))
             summary = f"{'would delete' if kw.get('dry_run') else 'deleted'} {len(got)} files"
         elif op == "merge_adjacent_files":
             got = mt.merge_adjacent_files(

@@ -28,7 +28,7 @@ from .spark.session import build_session, connect_session
 @dataclass
 class Runtime:
     spark: SparkSession
-    lake: DuckLake
+    lake: DuckLake  # None only in `dbt debug` on a catalog that holds no lake yet (it creates nothing)
     names: LakeNames
     cursors: Cursors = field(default_factory=Cursors)  # change-feed cursors waiting for their model's commit
 
@@ -60,17 +60,62 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
            creds.master, tuple(sorted(creds.spark_config.items())))
     with _LOCK:
         rt = _RUNTIMES.get(key)
+        if rt is not None and rt.lake is None:
+            rt = None  # dbt debug found no lake: look again (a later command of this process may create it)
         if rt is None:
             _quiet_spark_logs()
-            with _component(f"the data path {creds.data_path!r}", creds):
-                _make_local_dirs(creds)
             with _component(f"the catalog {creds.catalog_display!r}", creds):
-                lake = DuckLake.open_or_create(creds.catalog_location(), creds.data_path)
+                lake = _open_lake(creds)
             with _component(f"Spark (master {creds.master!r})", creds):
                 spark = _spark(creds)
-            rt = Runtime(spark, lake, LakeNames(spark, lake))
+            rt = Runtime(spark, lake, LakeNames(spark, lake))  # type: ignore[arg-type]
             _RUNTIMES[key] = rt
         return rt
+
+
+# the dbt commands that may create a lake: those that write (`dbt debug`, compile, docs, show, ls never do)
+WRITING_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "run-operation", "retry", "clone"})
+
+
+def _command() -> str | None:
+    try:
+        from dbt.flags import get_flags
+
+        return getattr(get_flags(), "WHICH", None)
+    except Exception:  # noqa: BLE001 - outside a dbt invocation
+        return None
+
+
+def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
+    """The profile's lake. A missing one is created only by a writing command, in a data path holding no other
+    lake's files; `dbt debug` gets None (nothing is created); other commands are told how to create it."""
+    loc = creds.catalog_location()
+    if DuckLake.exists(loc):
+        return DuckLake.open(loc)
+    command = _command()
+    if command == "debug":
+        return None
+    if command is not None and command not in WRITING_COMMANDS:
+        raise SetupError(f"the catalog {creds.catalog_display!r} holds no DuckLake yet: a writing command (dbt run, "
+                         f"dbt seed, dbt build) creates it, with its Parquet files in {creds.data_path!r}")
+    _refuse_foreign_files(creds)
+    _make_local_dirs(creds)
+    return DuckLake.create(loc, creds.data_path)
+
+
+def _refuse_foreign_files(creds: DuckLakeCredentials) -> None:
+    """A new lake never gets a data path that already holds Parquet files: they would be another lake's (a typo in
+    `catalog` would otherwise make a second catalog whose orphan deletion sees all of them as orphans)."""
+    if "://" in creds.data_path and not creds.data_path.startswith("file://"):
+        return
+    root = to_local(creds.data_path)
+    for d, _dirs, names in os.walk(root):
+        hit = next((n for n in names if n.endswith(".parquet")), None)
+        if hit is not None:
+            raise SetupError(
+                f"the catalog {creds.catalog_display!r} holds no DuckLake, and creating one there was refused: its "
+                f"data path {creds.data_path!r} already holds Parquet files (e.g. {os.path.join(d, hit)}), most likely "
+                "another lake's. Point `catalog` at that lake's catalog, or `data_path` at an empty folder")
 
 
 def _make_local_dirs(creds: DuckLakeCredentials) -> None:

@@ -251,6 +251,7 @@ def _connect_message(loc: CatalogLocation, e: sa.exc.DBAPIError) -> str:
     if loc.backend == "duckdb" and _is_duckdb_lock(e.orig):
         return (
             f"catalog {loc.render()!r} is locked by another process (a DuckDB session that has it attached?) "
-            f"and stayed locked for {DUCKDB_LOCK_WAIT_SECONDS:.0f}s: {cause}"
+            f"and stayed locked for {DUCKDB_LOCK_WAIT_SECONDS:.0f}s: {cause}. DETACH the lake in that DuckDB session "
+            "(or close it), or, to share a lake between processes, use a SQLite or PostgreSQL catalog"
         )
     return f"cannot connect to catalog {loc.render()!r}: {cause}"

@@ -123,6 +123,23 @@ class DuckLake:
         return cls(db, resolved, options)
 
     @classmethod
+    def exists(cls, catalog: str | CatalogLocation, *, metadata_schema: str | None = None) -> bool:
+        """Whether the catalog database holds a lake (a file catalog that does not exist is not created).
+
+        Raises:
+            CatalogConnectionError: a server catalog cannot be reached.
+        """
+        loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog
+        if loc.file_path and not os.path.exists(loc.file_path):
+            return False
+        db = CatalogDB(loc, metadata_schema)
+        try:
+            with db.read() as conn:
+                return db.has_table(conn, "ducklake_metadata")
+        finally:
+            db.dispose()
+
+    @classmethod
     def open_or_create(cls, catalog: str | CatalogLocation, data_path: str, **kw: Any) -> DuckLake:
         """Open the lake if the catalog holds one, else create it with this data path."""
         loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog

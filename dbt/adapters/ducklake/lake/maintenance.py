@@ -11,6 +11,7 @@ import calendar
 import datetime as dt
 import os
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from .catalog import CatalogDB
 from .compaction import flush_inlined_data, merge_adjacent_files
+from .errors import DuckLakeError
 from .paths import LocalFileIO, join_path, relative_to, to_local
 from .records import Snapshot
 from .state import list_snapshots
@@ -253,33 +255,73 @@ def cleanup_old_files(
     return [p for _, p in chosen]
 
 
+class ForeignFilesError(DuckLakeError):
+    """Orphan deletion found files that look like another lake's: it deletes nothing unless forced."""
+
+
+# what the Spark writer leaves when its process dies mid-write: its staging directory (part files, .crc, _SUCCESS,
+# _temporary) inside a table directory; and the Spark layer's manifests of symlinks (not data)
+STAGING_PREFIX = "ducklake-write-"
+SPARK_MANIFESTS = "_ducklake_spark"
+
+
 def delete_orphaned_files(
-    lake: DuckLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False
+    lake: DuckLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False,
+    force: bool = False,
 ) -> list[str]:
     """Delete Parquet files under the data path that no catalog row references (data, delete or scheduled files),
-    last modified before older_than (default as cleanup_old_files), as ducklake_delete_orphaned_files does.
+    last modified before older_than (default as cleanup_old_files), as ducklake_delete_orphaned_files does; and the
+    staging directories a killed Spark writer left in table directories (with their .crc, _SUCCESS and _temporary).
+
+    Files outside every directory this lake ever gave a table look like another lake's (say, a second catalog
+    pointed at the same data path): then nothing is deleted unless force=True.
 
     Raises:
         ValueError: both all and older_than given.
+        ForeignFilesError: files that look like another lake's were found (nothing was deleted).
     """
     cutoff = _cutoff(lake, older_than, all, "delete_orphaned_files")
     db = lake.db
-    root = to_local(lake.data_path)
+    root = os.path.normpath(to_local(lake.data_path))
     with db.read() as conn:
         known = {os.path.normpath(to_local(p)) for p in _known_files(db, conn, lake.data_path)}
-    found = []
-    for d, _, names in os.walk(root):
+        table_dirs = {os.path.normpath(to_local(d)) for d in _table_dirs(db, conn, lake.data_path).values()}
+
+    def old(path: str) -> bool:
+        return cutoff is None or dt.datetime.fromtimestamp(os.path.getmtime(path), dt.timezone.utc) < cutoff
+
+    def in_table_dir(path: str) -> bool:
+        return any(path == d or path.startswith(d + os.sep) for d in table_dirs)
+
+    found, staging, foreign = [], [], []
+    for d, dirs, names in os.walk(root):
+        if os.path.relpath(d, root).split(os.sep)[0] == SPARK_MANIFESTS:
+            dirs[:] = []
+            continue
+        for sub in list(dirs):
+            if sub.startswith(STAGING_PREFIX) and in_table_dir(os.path.join(d, sub)):
+                full = os.path.join(d, sub)
+                if old(full):
+                    staging.append(full)
+                dirs.remove(sub)
         for name in names:
             path = os.path.normpath(os.path.join(d, name))
-            if not name.endswith(".parquet") or path in known:
+            if not name.endswith(".parquet") or path in known or not old(path):
                 continue
-            if cutoff is not None and dt.datetime.fromtimestamp(os.path.getmtime(path), dt.timezone.utc) >= cutoff:
-                continue
-            found.append(path)
+            (found if in_table_dir(path) else foreign).append(path)
+    if foreign and not force:
+        shown = ", ".join(sorted(foreign)[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise ForeignFilesError(
+            f"{len(foreign)} unreferenced Parquet files lie outside every table directory of this lake ({shown}): "
+            "they look like another lake's files (is another catalog using this data path?). Nothing was deleted; "
+            "check the catalog and data_path, or force the deletion")
+    found += foreign
     if not dry_run:
         for path in found:
             LocalFileIO().delete(path)
-    return sorted(found)
+        for path in staging:
+            shutil.rmtree(path, ignore_errors=True)
+    return sorted(found) + sorted(staging)
 
 
 def _known_files(db: CatalogDB, conn: Connection, data_path: str) -> list[str]:

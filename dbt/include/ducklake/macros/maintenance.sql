@@ -12,9 +12,9 @@
                                      dry_run=dry_run) %}
 {% endmacro %}
 
-{% macro ducklake_delete_orphaned_files(older_than=none, all=none, dry_run=false, cleanup_all=none) %}
+{% macro ducklake_delete_orphaned_files(older_than=none, all=none, dry_run=false, cleanup_all=none, force=false) %}
   {% do adapter.ducklake_maintenance('delete_orphaned_files', older_than=older_than, all=all, cleanup_all=cleanup_all,
-                                     dry_run=dry_run) %}
+                                     dry_run=dry_run, force=force) %}
 {% endmacro %}
 
 {% macro ducklake_merge_adjacent_files(schema=none, table=none, target_file_size=none, min_file_size=none,
