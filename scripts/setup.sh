@@ -60,5 +60,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python --version
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
-.venv/bin/python -m pip install -q -c constraints.txt -e "$EXTRAS"
+# a regular (not editable) install: dbt finds plugins by scanning dbt/adapters/ in site-packages, which an editable
+# install leaves empty (`dbt --version` and `dbt init` would not list ducklake); and CI tests the package as users get
+# it. For a quick edit loop, `.venv/bin/pip install -e .` (re-run this script to be back to the regular install).
+.venv/bin/python -m pip install -q -c constraints.txt "$EXTRAS"
 
