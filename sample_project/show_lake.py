@@ -15,8 +15,13 @@ con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_kn
 con.execute(f"LOAD '{ext}'")
 con.execute(f"ATTACH 'ducklake:{root}/metadata.ducklake' AS lake (READ_ONLY)")
 print(f"-- ATTACH 'ducklake:{root}/metadata.ducklake' AS lake; then, in DuckDB:")
+tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' AND "
+                                    "schema_name = 'main' ORDER BY 1").fetchall()]
+# count(*), not duckdb_tables().estimated_size: that counts deleted rows too
+counts = " UNION ALL ".join(f"SELECT '{t}' AS table_name, count(*) AS rows FROM lake.main.{t}" for t in tables)
 for sql in [
-    "SELECT table_name, estimated_size AS rows, comment FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY 1",
+    f"SELECT c.table_name, c.rows, t.comment FROM ({counts}) c JOIN duckdb_tables() t ON t.database_name = 'lake' "
+    "AND t.schema_name = 'main' AND t.table_name = c.table_name ORDER BY 1",
     "SELECT * FROM lake.main.customers ORDER BY revenue DESC",
     "SELECT count(*) AS orders, sum(amount) AS amount FROM lake.main.order_log",
     "SELECT * FROM lake.main.customer_cohorts ORDER BY cohort_month, months_since_first LIMIT 6",

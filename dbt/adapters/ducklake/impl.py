@@ -26,6 +26,7 @@ from . import python_models, time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
+from .lake.scan import row_count
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
 from .spark.names import table_refs
@@ -59,6 +60,13 @@ def _can_write_in(directory: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def _type_text(col: Any) -> str:
+    try:
+        return to_spark(col).simpleString()
+    except Exception:  # noqa: BLE001 - a type Spark cannot hold is shown by its DuckLake name
+        return str(col.type)
 
 
 _MISSING_RELATION = {"TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND"}
@@ -157,21 +165,22 @@ class DuckLakeAdapter(SparkAdapter):
                 if s.lower() != schema.lower():
                     continue
                 stats = st.table_stats(t)
+                rows_now = row_count(st, t) if stats is not None else None
                 col_tags = t.column_tags
                 for i, c in enumerate(t.columns):
-                    rows.append(self._catalog_row(s, name, "table", t.comment, c.name, i, to_spark(c).simpleString(),
-                                                  col_tags.get(c.column_id, {}).get("comment"), stats))
+                    rows.append(self._catalog_row(s, name, "table", t.comment, c.name, i, _type_text(c),
+                                                  col_tags.get(c.column_id, {}).get("comment"), stats, rows_now))
             for (s, name), v in st.views.items():
                 if s.lower() != schema.lower():
                     continue
                 for col in self.get_columns_in_relation(self.Relation.create(schema=s, identifier=name)):
                     rows.append(self._catalog_row(s, name, "view", v.comment, col.column, col.column_index or 0,
-                                                  col.dtype, None, None))
+                                                  col.dtype, None, None, None))
         return agate.Table.from_object(rows, column_types=DEFAULT_TYPE_TESTER)
 
     @staticmethod
     def _catalog_row(schema: str, name: str, kind: str, comment: str | None, column: str, index: int, dtype: str,
-                     column_comment: str | None, stats: Any) -> dict[str, Any]:
+                     column_comment: str | None, stats: Any, rows_now: int | None) -> dict[str, Any]:
         row: dict[str, Any] = {
             "table_database": None, "table_schema": schema, "table_name": name, "table_type": kind,
             "table_comment": comment, "table_owner": None, "column_name": column, "column_index": index,
@@ -179,8 +188,9 @@ class DuckLakeAdapter(SparkAdapter):
         }
         if stats is not None:
             row.update({
-                "stats:rows:label": "Row count", "stats:rows:value": stats.record_count,
-                "stats:rows:description": "Rows in the table's live data files and inlined data, from DuckLake stats",
+                "stats:rows:label": "Row count", "stats:rows:value": rows_now,
+                "stats:rows:description": "Rows of the table now, from the DuckLake catalog (files' record counts "
+                                          "minus deleted rows, plus inlined rows)",
                 "stats:rows:include": True,
                 "stats:bytes:label": "Size", "stats:bytes:value": stats.file_size_bytes,
                 "stats:bytes:description": "Bytes of the table's data files, from DuckLake stats",
