@@ -77,6 +77,10 @@ def test_paths_are_the_projects_and_debug_creates_nothing(tmp_path: Path) -> Non
     code, out = _dbt(tmp_path, project, "run")
     assert code == 0, out[-3000:]
     assert (project / "lake" / "metadata.ducklake").exists() and not (tmp_path / "lake").exists()
+    # quiet: no Spark or JVM start-up lines on the terminal; they are in logs/spark.log beside dbt's log
+    for noise in ("log4j", "incubator", "NativeCodeLoader", "WARN Utils", "setLogLevel"):
+        assert noise not in out, noise
+    assert "incubator" in (project / "logs" / "spark.log").read_text()
     with reference.attached(str(project / "lake" / "metadata.ducklake"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM lake.main.m").fetchone()[0] == 3
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -89,6 +90,24 @@ class DuckLakeHandle:
         self.rollback()
 
 
+# where a Spark error's message ends and its plan or JVM trace begins
+_PLAN_LINE = re.compile(r"^\s*('|\+-|:-|== |JVM stacktrace|at [\w$.]+\(|\|)")
+MAX_ERROR_LINES = 6
+
+
+def short_spark_error(text: str) -> str:
+    """A Spark error as users need it: its class and message, without the logical plan or JVM stack (those are
+    logged at debug level)."""
+    out: list[str] = []
+    for line in text.strip().splitlines():
+        if out and _PLAN_LINE.match(line):
+            break
+        out.append(line)
+    if len(out) > MAX_ERROR_LINES:
+        out = out[:MAX_ERROR_LINES] + ["(the full error is in logs/dbt.log at debug level)"]
+    return "\n".join(out).rstrip(";")
+
+
 def provenance(node: dict[str, Any]) -> dict[str, Any]:
     from dbt.version import __version__ as dbt_version
     from dbt_common.invocation import get_invocation_id
@@ -122,9 +141,9 @@ class DuckLakeConnectionManager(SQLConnectionManager):
             self.rollback_if_open()
             raise DbtDatabaseError(self._redact(f"{type(e).__name__}: {e}")) from None
         except PySparkException as e:
-            logger.debug(f"Spark error while running:\n{sql}\n{e}")
+            logger.debug(f"Spark error while running:\n{sql}\n{e}")  # the whole error, plan included
             self.rollback_if_open()
-            raise DbtDatabaseError(self._redact(str(e).strip())) from e
+            raise DbtDatabaseError(self._redact(short_spark_error(str(e)))) from None
         except Exception as e:  # e.g. a catalog driver's error: still rolled back, still a database error
             logger.debug(self._redact(f"Error while running:\n{sql}\n{e}"))
             self.rollback_if_open()

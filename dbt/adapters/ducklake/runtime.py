@@ -128,12 +128,23 @@ def _make_local_dirs(creds: DuckLakeCredentials) -> None:
         os.makedirs(to_local(creds.data_path), exist_ok=True)
 
 
+def spark_log_file() -> str:
+    """Where the Spark driver the adapter starts writes what it prints: spark.log beside dbt's own log."""
+    try:
+        from dbt.flags import get_flags
+
+        log_path = getattr(get_flags(), "LOG_PATH", None)
+    except Exception:  # noqa: BLE001 - outside a dbt invocation
+        log_path = None
+    return os.path.abspath(os.path.join(str(log_path or "logs"), "spark.log"))
+
+
 def _spark(creds: DuckLakeCredentials) -> SparkSession:
     # ANSI off as dbt-spark sets it: its macros (and users' Spark SQL) expect Spark's classic casts
     conf = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
             "spark.sql.shuffle.partitions": "8", **creds.spark_config}
     if creds.master.startswith("sc://"):
         return connect_session(creds.master, conf)
-    spark = build_session(creds.master, "dbt-ducklake", conf)
+    spark = build_session(creds.master, "dbt-ducklake", conf, log_file=spark_log_file())
     spark.sparkContext.setLogLevel("FATAL")  # dbt reports failed statements itself; Spark would log each one twice
     return spark

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 
@@ -26,13 +27,21 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-ducklake.properties")
+
+
 def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
-                  conf: Mapping[str, str] | None = None) -> SparkSession:
+                  conf: Mapping[str, str] | None = None, *, log_file: str | None = None) -> SparkSession:
     """A SparkSession for the layer: given master (local[*], spark://host:port), defaults, user conf, required conf.
+
+    With log_file, a driver JVM started here writes everything it prints (start-up notices, Spark's logs from WARN
+    up, stack traces) to that file instead of the terminal.
 
     Raises:
         ValueError: user conf contradicts a setting the layer needs.
     """
+    if log_file is not None:
+        _start_quiet_driver(log_file, conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {**DEFAULT_CONF, "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
     for key, value in (conf or {}).items():
@@ -43,6 +52,25 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
+    """Launch the driver JVM (if none runs yet) with its stdout/stderr and log4j output going to log_file."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM of this process already runs: it keeps its logging
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(log_file)) or ".", exist_ok=True)
+    # Spark's notices about the host name and the loopback address: the local driver binds to loopback anyway
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dducklake.spark.log={log_file}"
+    extra = conf.get("spark.driver.extraJavaOptions")
+    spark_conf = SparkConf(loadDefaults=True).set("spark.driver.extraJavaOptions",
+                                                  f"{extra} {options}" if extra else options)
+    with open(log_file, "ab") as out:
+        SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._jvm = SparkContext._gateway.jvm
 
 
 def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSession:
