@@ -125,9 +125,24 @@ class TestLibpqEnvironment:
     def models(self) -> dict[str, str]:
         return {"good.sql": GOOD}
 
-    def test_pgpassword_logs_in(self, project: object, lake_role: tuple[str, bool], logs_dir: str) -> None:
+    def test_pgpassword_logs_in(self, project: object, lake_role: tuple[str, bool], logs_dir: str,
+                                tmp_path: Path) -> None:
         assert run_dbt(["run"])[0].status == "success"
         _assert_nowhere(_files_under(logs_dir))
+        # libpq's password file works the same way (PGPASSFILE, or ~/.pgpass)
+        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
+        loc = creds.catalog_location().url
+        passfile = tmp_path / "pgpass"
+        passfile.write_text(f"{loc.host}:{loc.port}:*:{lake_role[0]}:{PASSWORD}\n")
+        passfile.chmod(0o600)
+        os.environ.pop("PGPASSWORD")
+        os.environ["PGPASSFILE"] = str(passfile)
+        try:
+            runtime_for(DuckLakeCredentials(catalog=creds.catalog + "?application_name=passfile",
+                                            data_path=creds.data_path, schema="main"))
+        finally:
+            os.environ.pop("PGPASSFILE")
+            os.environ["PGPASSWORD"] = PASSWORD
         if lake_role[1]:  # enforced: without the environment the role cannot log in
             os.environ.pop("PGPASSWORD")
             creds = project.adapter.config.credentials  # type: ignore[attr-defined]

@@ -49,10 +49,24 @@ def _component(what: str, creds: DuckLakeCredentials) -> Iterator[None]:
         raise SetupError(creds.redact(f"{what} does not work: {e}")) from None  # the cause may hold secrets
 
 
+class _ToDbtLog(logging.Handler):
+    """The format and Spark layers' log records (commit retries, settled commit outcomes) in dbt's log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from dbt.adapters.events.logging import AdapterLogger
+
+        log = AdapterLogger("DuckLake")
+        (log.info if record.levelno >= logging.INFO else log.debug)(record.getMessage())
+
+
 def _quiet_spark_logs() -> None:
     # PySpark 4 logs a full stack trace for every failed query; dbt reports the error itself
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     logging.getLogger("py4j").setLevel(logging.ERROR)
+    layers = logging.getLogger("dbt.adapters.ducklake.lake")
+    if not any(isinstance(h, _ToDbtLog) for h in layers.handlers):
+        layers.addHandler(_ToDbtLog())
+        layers.setLevel(logging.INFO)
 
 
 def runtime_for(creds: DuckLakeCredentials) -> Runtime:
