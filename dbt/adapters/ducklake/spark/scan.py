@@ -27,6 +27,7 @@ from ..lake.scan import FileScanTask, ScanPlan, plan_scan
 from ..lake.state import LakeState
 from ..lake.types import parse_value
 from .sql_literals import ident, literal, string_literal
+from .type_readings import wide_integer_from_double_sql
 from .types import spark_schema, to_spark
 
 _FID = b"PARQUET:field_id"
@@ -126,6 +127,8 @@ def _project(col: Column, phys: pa.Field, ref: str, m: _Mapper, key: int | None,
         if kexpr != f"CAST({kv} AS {to_spark(kcol).simpleString()})":
             out = f"transform_keys({out}, ({kv}, {vv}) -> {kexpr})"
         return f"CAST({out} AS {target})"
+    if col.type in ("int128", "uint128") and pa.types.is_float64(t):
+        return wide_integer_from_double_sql(ref, col.name, col.type)
     return f"CAST({ref} AS {target})"
 
 
