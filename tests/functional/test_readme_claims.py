@@ -35,6 +35,14 @@ select 1 as id, 10 as amount, 'old' as label union all select 2 as id, 20 as amo
 {% endif %}
 """
 VIEW = "{{ config(materialized='view') }} select id, amount * 2 as doubled from {{ ref('merged') }}"
+TESTS = """
+models:
+  - name: merged
+    data_tests:
+      - ducklake_no_rows_lost: {arguments: {key: id}, name: lost_by_key}
+      - ducklake_no_rows_lost: {name: lost_whole_rows}
+      - ducklake_equal_to_version: {arguments: {version: "{{ var('v', 1) }}"}, name: equal_to_v}
+"""
 UNQUALIFIED = "{{ config(materialized='table') }} select count(*) as n from events"
 
 
@@ -49,7 +57,8 @@ class TestReadmeClaims:
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {"sources.yml": SOURCES, "merged.sql": MERGED, "doubled.sql": VIEW, "unqualified.sql": UNQUALIFIED}
+        return {"sources.yml": SOURCES, "merged.sql": MERGED, "doubled.sql": VIEW, "unqualified.sql": UNQUALIFIED,
+                "tests.yml": TESTS}
 
     def test_readme_claims(self, project) -> None:
         catalog, schema = project.adapter.config.credentials.catalog, project.test_schema
@@ -90,3 +99,20 @@ class TestReadmeClaims:
         assert by_snapshot["status"] == "pass"
         assert by_snapshot["max_loaded_at"][:19] == events_committed.astimezone(
             datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+        # history tests: keyed no_rows_lost passes, whole-row fails (row 1 changed), equal_to_version by version
+        with reference.attached(catalog, read_only=True) as con:
+            first, last = con.execute(
+                f"SELECT min(snapshot_id), max(snapshot_id) FROM lake.snapshots() WHERE snapshot_id > {before}"
+            ).fetchone()
+        status = {r.node.name: r.status for r in run_dbt(["test", "--select", "merged", "--vars", f"v: {last}"],
+                                                         expect_pass=False)}
+        assert status == {"lost_by_key": "pass", "lost_whole_rows": "fail", "equal_to_v": "pass"}
+        status = {r.node.name: r.status for r in run_dbt(["test", "--select", "equal_to_v", "--vars", f"v: {first}"],
+                                                         expect_pass=False)}
+        assert status == {"equal_to_v": "fail"}
+        # an expired version: an error naming it
+        with reference.attached(catalog) as con:
+            con.execute(f"CALL ducklake_expire_snapshots('lake', versions => [{first}])")
+        results = run_dbt(["test", "--select", "equal_to_v", "--vars", f"v: {first}"], expect_pass=False)
+        assert results[0].status == "error" and str(first) in results[0].message, results[0].message
