@@ -116,3 +116,40 @@ class TestReadmeClaims:
             con.execute(f"CALL ducklake_expire_snapshots('lake', versions => [{first}])")
         results = run_dbt(["test", "--select", "equal_to_v", "--vars", f"v: {first}"], expect_pass=False)
         assert results[0].status == "error" and str(first) in results[0].message, results[0].message
+
+
+OVERWRITTEN = """
+{{ config(materialized='incremental', incremental_strategy='insert_overwrite',
+          partition_by=['year(ts)', 'month(ts)', 'day(ts)', 'hour(ts)', 'bucket(4, id)']) }}
+{% if is_incremental() %}
+select 1 as id, timestamp'2026-03-04 05:30:00' as ts, 'new' as v
+{% else %}
+select 1 as id, timestamp'2026-03-04 05:10:00' as ts, 'old' as v
+union all select 1 as id, timestamp'2026-03-04 06:10:00' as ts, 'old' as v
+union all select 2 as id, timestamp'2026-03-04 05:20:00' as ts, 'old' as v
+{% endif %}
+"""
+
+
+class TestInsertOverwriteTransforms:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"overwritten.sql": OVERWRITTEN}
+
+    def test_insert_overwrite_replaces_only_the_new_rows_partitions(self, project) -> None:
+        catalog, schema = project.adapter.config.credentials.catalog, project.test_schema
+        run_dbt(["run"])
+        run_dbt(["run"])
+        with reference.attached(catalog, read_only=True) as con:
+            rows = con.execute(f"SELECT id, strftime(ts, '%H:%M'), v FROM lake.{schema}.overwritten ORDER BY ALL"
+                               ).fetchall()
+            # (year, month, day, hour 5, bucket of id 1) replaced; hour 6 and id 2's bucket (if it differs) kept
+            same_bucket = con.execute(
+                "SELECT count(DISTINCT partition_value) FROM __ducklake_metadata_lake.ducklake_file_partition_value "
+                "WHERE partition_key_index = 4").fetchone()[0] == 1
+            keys = con.execute(
+                "SELECT list(transform ORDER BY partition_key_index) FROM "
+                "__ducklake_metadata_lake.ducklake_partition_column").fetchone()[0]
+        assert keys == ["year", "month", "day", "hour", "bucket(4)"]
+        expected = [(1, "05:30", "new"), (1, "06:10", "old")] + ([] if same_bucket else [(2, "05:20", "old")])
+        assert rows == sorted(expected)
