@@ -167,14 +167,14 @@ class DuckLakeAdapter(SparkAdapter):
                 stats = st.table_stats(t)
                 rows_now = row_count(st, t) if stats is not None else None
                 col_tags = t.column_tags
-                for i, c in enumerate(t.columns):
+                for i, c in enumerate(t.columns, 1):  # catalog indexes are 1-based, as dbt's other adapters give
                     rows.append(self._catalog_row(s, name, "table", t.comment, c.name, i, _type_text(c),
                                                   col_tags.get(c.column_id, {}).get("comment"), stats, rows_now))
             for (s, name), v in st.views.items():
                 if s.lower() != schema.lower():
                     continue
                 for col in self.get_columns_in_relation(self.Relation.create(schema=s, identifier=name)):
-                    rows.append(self._catalog_row(s, name, "view", v.comment, col.column, col.column_index or 0,
+                    rows.append(self._catalog_row(s, name, "view", v.comment, col.column, (col.column_index or 0) + 1,
                                                   col.dtype, None, None, None))
         return agate.Table.from_object(rows, column_types=DEFAULT_TYPE_TESTER)
 
