@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +23,7 @@ from .cursor import DuckLakeCursor
 from .lake.errors import DuckLakeError
 from .router import Change, RoutingError
 from .runtime import Runtime, SetupError, runtime_for
-from .spark.session import cancel_all
+from .spark.session import cancel_tagged
 from .spark.work import LakeWork
 
 logger = AdapterLogger("DuckLake")
@@ -37,6 +38,9 @@ class DuckLakeHandle:
         self.work: LakeWork | None = None
         self.in_transaction = False
         self._operations: list[str] = []
+        self.job_tag = f"dbt-ducklake-{uuid.uuid4().hex[:12]}"  # the Spark jobs of this connection's statements
+        self.cancelled = False
+        self.running = 0  # statements executing now
 
     def cursor(self) -> DuckLakeCursor:
         return DuckLakeCursor(self)
@@ -173,8 +177,11 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         return AdapterResponse(_message=cursor.message, rows_affected=cursor.rowcount)
 
     def cancel(self, connection: Connection) -> None:
-        if connection.handle is not None:
-            cancel_all(connection.handle.runtime.spark)
+        """Ctrl-C: stop this connection's running statement (its tagged Spark jobs) and refuse further ones."""
+        handle = connection.handle
+        if isinstance(handle, DuckLakeHandle):
+            handle.cancelled = True
+            cancel_tagged(handle.runtime.spark, handle.job_tag, lambda: handle.running > 0)
 
     @classmethod
     def _rollback_handle(cls, connection: Connection) -> None:

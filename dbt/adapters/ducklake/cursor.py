@@ -13,6 +13,7 @@ import decimal
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame
 
 from .apply import apply_change
@@ -20,7 +21,7 @@ from .lake.state import ci_lookup
 from .relation_listing import show_relations
 from .router import Change, Passthrough, ShowRelations, TempView, Transaction, route, split_statements
 from .spark.read_pruning import pruned_reads
-from .spark.session import is_classic
+from .spark.session import is_classic, tag_jobs
 
 if TYPE_CHECKING:
     from .connections import DuckLakeHandle
@@ -62,8 +63,16 @@ class DuckLakeCursor:
     # DB-API ----------------------------------------------------------------------------------------------------
     def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> None:
         self._df, self._rows, self._pos, self.rowcount, self._complete = None, None, 0, -1, False
-        for stmt in split_statements(render_bindings(sql, bindings)):
-            self._execute_one(stmt)
+        h = self.handle
+        if h.cancelled:
+            raise DbtRuntimeError("cancelled (Ctrl-C): no more statements run on this connection")
+        h.running += 1
+        try:
+            tag_jobs(h.runtime.spark, h.job_tag)
+            for stmt in split_statements(render_bindings(sql, bindings)):
+                self._execute_one(stmt)
+        finally:
+            h.running -= 1
 
     def _execute_one(self, sql: str) -> None:
         h = self.handle
@@ -131,7 +140,11 @@ class DuckLakeCursor:
             self._complete = True
         elif self._rows is None or not (self._complete or (upto is not None and upto <= len(self._rows))):
             df = self._df if upto is None else self._df.limit(upto)
-            self._rows = [tuple(r) for r in df.collect()]
+            self.handle.running += 1  # a Ctrl-C meanwhile cancels this job too
+            try:
+                self._rows = [tuple(r) for r in df.collect()]
+            finally:
+                self.handle.running -= 1
             self._complete = upto is None or len(self._rows) < upto
         return self._rows
 

@@ -125,6 +125,7 @@ class CatalogBuilder:
         self.written_files: list[str] = []  # files this attempt wrote (removed if it fails)
         self.created_table_ids: set[int] = set()
         self.created_view_ids: set[int] = set()
+        self._assigned_column_ids: dict[int, list[int]] = {}  # column ids given out by this commit, per table
 
     # ids and statements ------------------------------------------------------------------------------------
     def catalog_id(self) -> int:
@@ -341,10 +342,22 @@ class CatalogBuilder:
         self.ddl_change(table_id, schema_row)
 
     # columns -------------------------------------------------------------------------------------------------
+    def next_column_id(self, info: TableInfo) -> int:
+        """The id a new column gets: above every id the table ever had, dropped columns' included, as the
+        reference's GetNextColumnId (a reused id would map old files' data of a dropped column to the new one)."""
+        top = info.max_column_id()
+        if self.conn is not None and info.table_id not in self.created_table_ids:
+            rows = self.db.query(self.conn, "SELECT max(column_id) FROM {p}ducklake_column WHERE table_id = :t",
+                                 {"t": info.table_id})
+            top = max(top, rows[0][0] or 0)
+        top = max([top, *self._assigned_column_ids.get(info.table_id, [])])
+        return top + 1
+
     def add_column(self, info: TableInfo, column: Column) -> TableInfo:
         if any(c.name.lower() == column.name.lower() for c in info.columns):
             raise TableExistsError(f"table {info.schema_name}.{info.name} already has a column {column.name!r}")
-        (col,) = assign_column_ids([column], info.max_column_id() + 1)
+        (col,) = assign_column_ids([column], self.next_column_id(info))
+        self._assigned_column_ids.setdefault(info.table_id, []).extend(c.column_id for c in col.walk())
         self.insert_columns(info.table_id, [col], None)
         self.altered(info.table_id)
         return self.replace_table(info, replace(info, columns=info.columns + (col,)))

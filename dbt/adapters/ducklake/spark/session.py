@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -89,6 +91,37 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSes
             spark.conf.set(key, str(value))
     apply_required_conf(spark)
     return spark
+
+
+def tag_jobs(spark: SparkSession, tag: str) -> None:
+    """Tag the Spark jobs this thread starts from now on (classic: a thread-local job tag; Connect: an operation
+    tag), so that `cancel_tagged` stops exactly them."""
+    if is_classic(spark):
+        spark.sparkContext.addJobTag(tag)
+        spark.sparkContext.setInterruptOnCancel(True)  # a cancel interrupts running tasks, not only pending ones
+    else:
+        spark.addTag(tag)
+
+
+def cancel_tagged(spark: SparkSession, tag: str, running: Callable[[], bool], limit_seconds: float = 60.0) -> None:
+    """Cancel the jobs with this tag until `running()` turns false (a query under adaptive execution is several jobs
+    that start one after another, so one cancel is not enough), at most limit_seconds; in a daemon thread."""
+
+    def loop() -> None:
+        deadline = time.monotonic() + limit_seconds
+        while time.monotonic() < deadline:
+            try:
+                if is_classic(spark):
+                    spark.sparkContext.cancelJobsWithTag(tag)
+                else:
+                    spark.interruptTag(tag)
+            except Exception:  # noqa: BLE001 - a session already stopped: nothing left to cancel
+                return
+            if not running():
+                return
+            time.sleep(0.25)
+
+    threading.Thread(target=loop, name=f"cancel-{tag}", daemon=True).start()
 
 
 def cancel_all(spark: SparkSession) -> None:
