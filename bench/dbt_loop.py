@@ -1,0 +1,134 @@
+"""The dbt loop (issue 18): seed + run + test of a generated project, our adapter beside dbt-duckdb.
+
+The project has `--seeds` seeds, `--models` models cycling through table, view, incremental (merge) and ephemeral,
+and `--tests` data tests (not_null / unique / accepted_values spread over the models). Each adapter runs
+`dbt seed`, `dbt run`, `dbt test` as separate processes ("cold": a new JVM per invocation for ours), in the same
+run, so load on the shared machine hits both sides alike. `--master sc://host:port` runs ours against a Spark
+Connect server already up ("warm"). Per node times come from each phase's run_results.json.
+
+    .venv/bin/python -m bench.dbt_loop                        # 50 seeds, 52 models, 104 tests
+    .venv/bin/python -m bench.dbt_loop --seeds 3 --models 4 --tests 4   # a quick smoke run
+    .venv/bin/python -m bench.dbt_loop --only ducklake --master sc://localhost:15002
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+KINDS = ["table", "view", "incremental", "ephemeral"]
+PHASES = ["seed", "run", "test"]
+
+
+def write_project(root: Path, adapter: str, seeds: int, models: int, tests: int, master: str) -> None:
+    """A project of `seeds` 20-row seeds, `models` models over them and `tests` data tests, for `adapter`."""
+    (root / "seeds").mkdir(parents=True)
+    (root / "models").mkdir()
+    (root / "dbt_project.yml").write_text(
+        'name: loop\nversion: "1.0"\nconfig-version: 2\nprofile: loop\n'
+        'seed-paths: ["seeds"]\nmodel-paths: ["models"]\n')
+    if adapter == "ducklake":
+        out = (f'type: ducklake\ncatalog: "{root}/lake/catalog.ducklake"\ndata_path: "{root}/lake/data/"\n'
+               f'schema: main\nmaster: "{master}"\nthreads: 1\n'
+               'spark_config:\n  spark.sql.shuffle.partitions: "2"\n')
+    else:
+        out = f'type: duckdb\npath: "{root}/loop.duckdb"\nschema: main\nthreads: 1\n'
+    body = "".join("      " + line + "\n" for line in out.splitlines())
+    (root / "profiles.yml").write_text(f"loop:\n  target: dev\n  outputs:\n    dev:\n{body}")
+    for s in range(seeds):
+        rows = "\n".join(f"{i},name_{i % 7},{i * 1.5},{['a', 'b', 'c'][i % 3]}" for i in range(20))
+        (root / "seeds" / f"seed_{s}.csv").write_text("id,name,amount,kind\n" + rows + "\n")
+    tested: list[str] = []
+    for m in range(models):
+        kind = KINDS[m % len(KINDS)]
+        seed = f"seed_{m % max(seeds, 1)}"
+        if kind == "incremental":
+            cfg = "{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}"
+            sql = f"{cfg}\nselect id, name, amount, kind from {{{{ ref('{seed}') }}}}\n"
+        elif kind == "ephemeral":
+            sql = f"{{{{ config(materialized='ephemeral') }}}}\nselect id, amount * 2 as amount2 from {{{{ ref('{seed}') }}}}\n"
+        else:
+            src = f"ref('{seed}')" if m < 4 or kind == "table" else f"ref('model_{m - 4}')"
+            if m >= 4 and KINDS[(m - 4) % len(KINDS)] == "ephemeral":
+                src = f"ref('{seed}')"
+            sql = f"{{{{ config(materialized='{kind}') }}}}\nselect id, name, amount, kind from {{{{ {src} }}}}\n"
+        (root / "models" / f"model_{m}.sql").write_text(sql)
+        if kind != "ephemeral":
+            tested.append(f"model_{m}")
+    checks = [("id", "not_null"), ("id", "unique"), ("name", "not_null"),
+              ("kind", "accepted_values:\n              arguments:\n                values: ['a', 'b', 'c']")]
+    cols: dict[str, dict[str, list[str]]] = {}
+    for t in range(tests):
+        model = tested[t % len(tested)]
+        col, test = checks[(t // len(tested)) % len(checks)]
+        cols.setdefault(model, {}).setdefault(col, []).append(test)
+    lines = ["version: 2", "models:"]
+    for model, by_col in cols.items():
+        lines += [f"  - name: {model}", "    columns:"]
+        for col, ts in by_col.items():
+            lines += [f"      - name: {col}", "        data_tests:"] + [f"          - {t}" for t in ts]
+    (root / "models" / "schema.yml").write_text("\n".join(lines) + "\n")
+
+
+def run_phase(root: Path, phase: str) -> dict[str, Any]:
+    """One dbt invocation in a fresh process; wall time and per-node times from run_results.json."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(Path(sys.executable).parent / "dbt"), phase, "--project-dir", str(root),
+                           "--profiles-dir", str(root), "--quiet"], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"dbt {phase} failed in {root}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    results = json.loads((root / "target" / "run_results.json").read_text())["results"]
+    nodes = {r["unique_id"]: r["execution_time"] for r in results}
+    return {"wall_s": wall, "nodes": nodes}
+
+
+def median_of(nodes: dict[str, float], prefix: str, names: set[str] | None = None) -> float | None:
+    xs = [t for uid, t in nodes.items() if uid.startswith(prefix) and (names is None or uid.split(".")[-1] in names)]
+    return statistics.median(xs) if xs else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=50)
+    ap.add_argument("--models", type=int, default=52)
+    ap.add_argument("--tests", type=int, default=104)
+    ap.add_argument("--only", choices=["ducklake", "duckdb"])
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="dbt_loop-", dir=args.workdir))
+    adapters = [a for a in ("ducklake", "duckdb") if args.only in (None, a)]
+    tables = {f"model_{m}" for m in range(args.models) if KINDS[m % 4] == "table"}
+    report: dict[str, Any] = {"load_start": os.getloadavg(), "params": vars(args), "adapters": {}}
+    for adapter in adapters:
+        root = work / adapter
+        write_project(root, adapter, args.seeds, args.models, args.tests, args.master)
+        phases = {p: run_phase(root, p) for p in PHASES}
+        report["adapters"][adapter] = {
+            "phases_s": {p: round(v["wall_s"], 2) for p, v in phases.items()},
+            "total_s": round(sum(v["wall_s"] for v in phases.values()), 2),
+            "median_test_node_s": median_of(phases["test"]["nodes"], "test."),
+            "median_table_model_s": median_of(phases["run"]["nodes"], "model.", tables),
+            "median_seed_s": median_of(phases["seed"]["nodes"], "seed."),
+        }
+    a = report["adapters"]
+    if len(a) == 2:
+        report["ratio_total"] = round(a["ducklake"]["total_s"] / a["duckdb"]["total_s"], 2)
+    report["load_end"] = os.getloadavg()
+    print(json.dumps(report, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
