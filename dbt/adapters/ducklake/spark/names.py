@@ -18,7 +18,7 @@ from sqlglot.errors import ParseError
 
 from ..lake.lake import DuckLake
 from ..lake.state import LakeState, ci_lookup
-from .scan import table_sql
+from .scan import create_view, table_sql
 from .session import is_classic
 from .sql_literals import ident
 
@@ -129,5 +129,5 @@ class LakeNames:
         if self._registered.get(key) == sql:
             return
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(schema)}")
-        self.spark.sql(f"CREATE OR REPLACE VIEW {ident(schema)}.{ident(name)} AS {sql}")
+        create_view(self.spark, f"{ident(schema)}.{ident(name)}", sql, f"{schema}.{name}", st.snapshot_id)
         self._registered[key] = sql

@@ -11,6 +11,7 @@ added as literals.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
 from ..lake.paths import to_local
 from ..lake.pruning import Predicate
@@ -365,8 +367,29 @@ def register_table(spark: SparkSession, state: LakeState, table: TableInfo, *, d
     view = view or table.name
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(database)}")
     name = f"{ident(database)}.{ident(view)}"
-    spark.sql(f"CREATE OR REPLACE VIEW {name} AS {table_sql(state, table)}")
+    create_view(spark, name, table_sql(state, table), f"{table.schema_name}.{table.name}", state.snapshot_id)
     return name
+
+
+_log = logging.getLogger(__name__)
+_ERROR_CHARS = 300  # of Spark's message shown; its parse errors quote the whole (possibly huge) view SQL
+
+
+def create_view(spark: SparkSession, name: str, sql: str, table: str, snapshot_id: int) -> None:
+    """CREATE OR REPLACE VIEW name AS sql; a failure names the lake table and snapshot, not the generated SQL.
+
+    The full SQL and Spark's full message go to the debug log only.
+    """
+    try:
+        spark.sql(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+    except Exception as e:  # noqa: BLE001 - Spark parse errors (and JVM StackOverflowError) come in many classes
+        text = str(e).strip()
+        _log.debug("Spark could not register %s at snapshot %s:\n%s\n%s", table, snapshot_id, sql, text)
+        first = text.splitlines()[0] if text else type(e).__name__
+        if len(first) > _ERROR_CHARS:
+            first = first[:_ERROR_CHARS] + " ..."
+        raise DuckLakeError(f"Spark could not register lake table {table} at snapshot {snapshot_id} "
+                            f"({len(sql)} characters of view SQL, shown at debug level): {first}") from None
 
 
 def read_table(spark: SparkSession, state: LakeState, table: TableInfo, where: str | None = None) -> DataFrame:
