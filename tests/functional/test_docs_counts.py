@@ -35,3 +35,28 @@ class TestDocsRowCounts:
         with open(os.path.join(project.project_root, "target", "catalog.json")) as f:  # type: ignore[attr-defined]
             nodes = json.load(f)["nodes"]
         assert nodes["model.test.nine"]["stats"]["rows"]["value"] == exact
+
+
+APPEND = """
+{{ config(materialized='incremental') }}
+select id from range(5)
+{% if is_incremental() %} where id > (select max(id) from {{ this }}) {% endif %}
+"""
+
+
+class TestNothingNewSaysSo:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"appended.sql": APPEND}
+
+    def test_an_incremental_run_that_adds_nothing_says_insert_0(self, project: object) -> None:
+        first = run_dbt(["run"])
+        assert first[0].adapter_response["_message"].startswith("CTAS")
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        second = run_dbt(["run"])
+        assert second[0].adapter_response["_message"] == "INSERT 0"
+        assert second[0].adapter_response["rows_affected"] == 0
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0] == before

@@ -87,7 +87,7 @@ def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
         info = tx.table(schema, name)
         df = _positional(spark.sql(c.query or ""), [col.name for col in info.columns], c.column_names, schema, name)
         if c.kind == "insert":
-            work.insert(schema, name, df)
+            return work.insert_rows(schema, name, df)  # dbt shows INSERT <rows>: 0 for a run that added nothing
         else:
             work.insert_overwrite(schema, name, df, dynamic_partitions=bool(c.partition_by) and info.partition is not None)
         return -1

@@ -107,7 +107,7 @@ class DuckLakeCursor:
         rt.names.refresh(routed.refs, h.creds.schema)
         assert isinstance(routed, Change)
         self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed)
-        self.message = routed.kind.upper()
+        self.message = routed.kind.upper() + (f" {self.rowcount}" if self.rowcount >= 0 else "")
 
     @staticmethod
     @contextlib.contextmanager

@@ -66,10 +66,17 @@ class LakeWork:
 
     def insert(self, schema: str, table: str, df: DataFrame) -> int:
         """Rows written as new files of the table; returns the number of files."""
+        return len(self._append(schema, table, df))
+
+    def insert_rows(self, schema: str, table: str, df: DataFrame) -> int:
+        """Rows written as new files of the table; returns the number of rows (from the files' footers)."""
+        return sum(f.record_count for f in self._append(schema, table, df))
+
+    def _append(self, schema: str, table: str, df: DataFrame) -> list:
         files, table_dir = stage_append(self.spark, self.tx, schema, table, df)
         self._written.append((files, table_dir))
         self._touch(schema, table)
-        return len(files)
+        return files
 
     def _reads_base(self, statement: str, schema: str, table: str) -> None:
         """DML finds its rows in the last committed snapshot: refuse a target this unit already changed (other than
