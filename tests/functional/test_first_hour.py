@@ -91,3 +91,43 @@ def test_paths_are_the_projects_and_debug_creates_nothing(tmp_path: Path) -> Non
     assert code != 0 and "already holds Parquet files" in out, out[-3000:]
     assert not (project / "lake" / "metadta.ducklake").exists()
 
+
+
+SLOW = ("{{ config(materialized='table') }}\n"
+        "select sum(a.id * b.id) as s from range(300000) a cross join range(300000) b")
+
+
+def test_ctrl_c_stops_the_running_model(tmp_path: Path) -> None:
+    import time
+
+    project = _project(tmp_path / "proj", "      catalog: lake/metadata.ducklake\n      data_path: lake/data/\n")
+    (project / "models" / "slow.sql").write_text(SLOW)
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(  # SIGINT restored: a non-interactive shell's background job would ignore it
+        [sys.executable, "-c", "from dbt.cli.main import cli; cli()", "run", "--select", "slow", "--project-dir",
+         str(project)], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.set_blocking(proc.stdout.fileno(), False)  # type: ignore[union-attr]
+    out = b""
+    try:
+        deadline = time.monotonic() + 300
+        while b"START sql table model" not in out and time.monotonic() < deadline:
+            time.sleep(0.5)
+            out += proc.stdout.read() or b""  # type: ignore[union-attr]
+        time.sleep(3)  # the cross join's job is running
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        proc.wait(timeout=120)
+        took = time.monotonic() - sent
+        out += proc.stdout.read() or b""  # type: ignore[union-attr]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = out.decode(errors="replace")
+    assert proc.returncode == 2 and took < 60, (proc.returncode, took, text[-3000:])
+    assert "CANCEL query model.hour.slow" in text and "Exited because of keyboard interrupt" in text
+    # no JVM stack traces and no trace from the adapter (dbt-core prints its own traceback of the interrupt)
+    assert "at org.apache" not in text and "java.lang" not in text and "dbt/adapters/ducklake" not in text
+    with reference.attached(str(project / "lake" / "metadata.ducklake"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake'").fetchone()[0] == 0
