@@ -1,0 +1,35 @@
+"""A DuckDB-file catalog held open by another process (a DuckDB session with the lake attached): the error says what
+to do, after the configured wait."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.lake import catalog as catalog_module
+from dbt.adapters.ducklake.lake.errors import CatalogConnectionError
+
+
+def test_locked_catalog_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "metadata.ducklake"
+    DuckLake.create(str(path), str(tmp_path / "data") + "/").close()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); "
+                               "print('held', flush=True); time.sleep(60)", str(path)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        monkeypatch.setattr(catalog_module, "DUCKDB_LOCK_WAIT_SECONDS", 1.0)
+        start = time.monotonic()
+        with pytest.raises(CatalogConnectionError) as err:
+            DuckLake.open(str(path))
+        assert time.monotonic() - start < 15
+        message = str(err.value)
+        assert "locked by another process" in message and "DETACH" in message
+        assert "SQLite or PostgreSQL catalog" in message
+    finally:
+        holder.kill()
+        holder.wait()
