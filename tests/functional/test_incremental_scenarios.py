@@ -234,3 +234,45 @@ class TestMicrobatch:
             run_dbt(["run", "--select", "mb", "--event-time-start", "2026-01-02", "--event-time-end", "2026-01-03"])
         with reference.attached(catalog, read_only=True) as con:
             assert con.execute(f"SELECT count(*) FROM lake.{schema}.mb").fetchone()[0] == 9
+
+
+LOOKBACK = """
+{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='ts', batch_size='day',
+          lookback=1, begin=modules.datetime.datetime(2026, 1, 1)) }}
+select id, ts from {{ ref('lb_events') }}
+"""
+LB_EVENTS = """
+{{ config(materialized='table', event_time='ts') }}
+select id, timestamp'2026-01-01 06:00:00' + make_interval(0, 0, 0, cast(id as int), 0, 0, 0) as ts from range(3)
+"""
+
+
+class TestMicrobatchLookback:
+    """lookback=1: each run also re-processes the batch before the current one, so a late row of yesterday is taken
+    and a late row of the day before is not."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"lb.sql": LOOKBACK, "lb_events.sql": LB_EVENTS}
+
+    def test_lookback_reprocesses_the_previous_batch(self, project: object) -> None:
+        from dbt.tests.util import patch_microbatch_end_time
+
+        catalog, schema = _lake(project)
+        run_dbt(["run", "--select", "lb_events"])
+        with patch_microbatch_end_time("2026-01-03 12:00:00"):
+            run_dbt(["run", "--select", "lb"])
+        with reference.attached(catalog) as con:
+            assert sorted(r[0] for r in con.execute(f"SELECT id FROM lake.{schema}.lb").fetchall()) == [0, 1, 2]
+            # late rows arrive upstream: one for Jan 2 (yesterday, seen on Jan 3) and one for Jan 1 (two days back)
+            con.execute(f"INSERT INTO lake.{schema}.lb_events VALUES (10, TIMESTAMP '2026-01-02 09:00:00'), "
+                        f"(11, TIMESTAMP '2026-01-01 09:00:00')")
+            before = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        with patch_microbatch_end_time("2026-01-03 12:00:00"):
+            results = run_dbt(["run", "--select", "lb"])
+        assert len(results) == 1
+        with reference.attached(catalog, read_only=True) as con:
+            got = sorted(r[0] for r in con.execute(f"SELECT id FROM lake.{schema}.lb").fetchall())
+            batches = con.execute(f"SELECT count(*) FROM lake.snapshots() WHERE snapshot_id > {before}").fetchone()[0]
+        assert got == [0, 1, 2, 10]  # Jan 2 re-processed (lookback), Jan 1 not
+        assert batches == 2  # one snapshot per batch: Jan 2 and Jan 3
