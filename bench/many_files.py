@@ -1,0 +1,124 @@
+"""Reading DuckDB-written tables of many small files through the lake's Spark view, vs plain Spark Parquet and DuckDB.
+
+For each size N, DuckDB 1.5.5 writes a table the way frequent loads leave it before compaction: N appends of 100
+rows (one Parquet file each, inlining off), then a DELETE of about 1 % of the rows, then a few inlined inserts
+(inlining back on). Then, in one process: the view's registration / planning (`scan.table_sql` + CREATE VIEW), a
+`count(*)`, a selective filter and a full-column aggregate through the view; the same queries by
+`spark.read.parquet` of the same live file list (no deletes applied: the floor); and DuckDB's times on the lake.
+
+Run: .venv/bin/python -m bench.many_files [--files 1000,10000] [--repeat 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark.scan import table_sql
+from dbt.adapters.ducklake.spark.session import build_session
+from tests.support import reference
+
+
+def build_lake(root: str, n_files: int) -> str:
+    """A DuckDB-written lake with n_files appends of 100 rows, ~1 % deleted, a few inlined rows."""
+    catalog = f"{root}/m.ducklake"
+    con = reference.connect()
+    try:
+        con.execute(f"ATTACH 'ducklake:{catalog}' AS lake (DATA_PATH '{root}/data/')")
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        con.execute("CREATE TABLE lake.main.events (id BIGINT, kind VARCHAR, amount DOUBLE)")
+        con.execute("BEGIN")
+        for i in range(n_files):  # one file per INSERT; one transaction keeps the build fast
+            con.execute(f"INSERT INTO lake.main.events SELECT {i * 100} + range, 'k' || (range % 7), range * 1.5 "
+                        "FROM range(100)")
+        con.execute("COMMIT")
+        con.execute("DELETE FROM lake.main.events WHERE id % 97 = 3")
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 10)")
+        con.execute(f"INSERT INTO lake.main.events VALUES ({n_files * 100}, 'late', 1.0), ({n_files * 100 + 1}, "
+                    "'late', 2.0)")
+    finally:
+        con.close()
+    return catalog
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def run(n_files: int, repeat: int) -> dict[str, Any]:
+    root = tempfile.mkdtemp(prefix=f"many-{n_files}-")
+    try:
+        t = time.perf_counter()
+        catalog = build_lake(root, n_files)
+        built = time.perf_counter() - t
+        spark = build_session("local[2]", "many-files", {"spark.sql.shuffle.partitions": "4"})
+        spark.sparkContext.setLogLevel("ERROR")
+        lake = DuckLake.open(catalog)
+        out: dict[str, Any] = {"files": n_files, "build_s": round(built, 1)}
+
+        def plan() -> int:
+            st = lake.snapshot()
+            sql = table_sql(st, st.table("main", "events"))
+            spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+            spark.sql(f"CREATE OR REPLACE VIEW bench.events AS {sql}")
+            return len(sql)
+
+        try:
+            out["plan_s"], out["view_sql_chars"] = timed(plan, 1)  # first: cold footers
+            out["plan_warm_s"], _ = timed(plan, repeat)
+        except Exception as e:  # noqa: BLE001 - the failure at this size is a figure too
+            out["plan_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            return out
+        queries = {"count": "SELECT count(*) FROM {t}", "filter": "SELECT count(*), sum(amount) FROM {t} WHERE id "
+                   "BETWEEN 1000 AND 1099", "aggregate": "SELECT kind, sum(amount), count(*) FROM {t} GROUP BY kind"}
+        st = lake.snapshot()
+        paths = [f.path for f in st.files(st.table("main", "events"))]
+        spark.read.parquet(*paths).createOrReplaceTempView("raw_events")
+        for name, q in queries.items():
+            try:
+                out[f"{name}_view_s"], _ = timed(lambda q=q: spark.sql(q.format(t="bench.events")).collect(), repeat)
+            except Exception as e:  # noqa: BLE001
+                out[f"{name}_view_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            out[f"{name}_parquet_s"], _ = timed(lambda q=q: spark.sql(q.format(t="raw_events")).collect(), repeat)
+        with reference.attached(catalog, read_only=True) as con:
+            for name, q in queries.items():
+                out[f"{name}_duckdb_s"], _ = timed(lambda q=q: con.execute(q.format(t="lake.main.events")).fetchall(),
+                                                   repeat)
+        lake.close()
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", default="1000,10000")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    results = []
+    for n in (int(x) for x in args.files.split(",")):
+        r = run(n, args.repeat)
+        print(json.dumps(r), flush=True)
+        results.append(r)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    os._exit(0)  # the SparkSession's JVM goes with the process
+
+
+if __name__ == "__main__":
+    main()
