@@ -32,7 +32,7 @@ def test_a_commit_that_always_loses_retries_ten_times(file_catalog_url: str, tmp
 
     waits: list[float] = []
     monkeypatch.setattr(tx_module, "latest_snapshot", stale)
-    monkeypatch.setattr(tx_module.time, "sleep", waits.append)
+    monkeypatch.setattr(tx_module, "_sleep", waits.append)
     tx = lake.transaction()
     tx.create_table("main", "b", [Column(0, "x", "int64")])
     with caplog.at_level(logging.INFO, logger="dbt.adapters.ducklake.lake.transaction"), \

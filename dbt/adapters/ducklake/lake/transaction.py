@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .lake import DuckLake
 
 logger = logging.getLogger(__name__)
+_sleep = time.sleep  # the retries' wait (tests replace it here, not in the time module every thread shares)
 
 # The reference's retry policy (ducklake_max_retry_count, ducklake_retry_wait_ms, ducklake_retry_backoff).
 MAX_RETRIES = 10
@@ -400,7 +401,7 @@ class Transaction:
                 wait = RETRY_WAIT_SECONDS * (RETRY_BACKOFF**attempt) * (0.5 + random.random() / 2)
                 logger.info("commit lost the race for snapshot %s to another writer; retry %d of %d in %.2fs",
                             builder.snapshot_id if builder is not None else "?", attempt + 1, MAX_RETRIES, wait)
-                time.sleep(wait)
+                _sleep(wait)
             except BaseException:
                 _remove(fileio, builder)  # a definite failure before the COMMIT: nothing was applied
                 raise
