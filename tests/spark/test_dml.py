@@ -15,10 +15,12 @@ from tests.support.invariants import violations
 from tests.support.reference_lakes import build
 
 
-@pytest.fixture(params=["literal", "from_files"])
+@pytest.fixture(params=["manifest", "footers"])
 def deletes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Deleted rows removed by literal keys in Spark's SQL (few deletes), or by keys read from delete files (many)."""
-    if request.param == "from_files":
+    """Target files read through manifests (deletes anti-joined as data), or by the footer-based path (name-mapped
+    files, remote storage, HUGEINT columns), there with deleted rows read from the delete files."""
+    if request.param == "footers":
+        monkeypatch.setattr(scan, "USE_MANIFESTS", False)
         monkeypatch.setattr(scan, "MAX_LITERAL_DELETES", 0)
     return str(request.param)
 

@@ -17,10 +17,6 @@ from tests.conftest import reference_lake_of
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support.reference_lakes import SCENARIOS
 
-LITERAL_DELETES = scan.MAX_LITERAL_DELETES
-# scenarios that delete or update rows in Parquet files (their from-files mode must read some delete files)
-SCENARIOS_WITH_DELETES = {"repeated_deletes", "updates"}
-
 
 def spark_supports(table: object) -> bool:
     try:
@@ -31,28 +27,21 @@ def spark_supports(table: object) -> bool:
     return True
 
 
-def _sql_with_literal_deletes(state: object, table: object, monkeypatch: pytest.MonkeyPatch) -> str:
-    with monkeypatch.context() as m:
-        m.setattr(scan, "MAX_LITERAL_DELETES", LITERAL_DELETES)
-        return scan.table_sql(state, table)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("deletes", ["literal", "from_files"])
+@pytest.mark.parametrize("reader", ["manifest", "footers"])
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_spark_reads_what_duckdb_reads(spark: SparkSession, scenario: str, deletes: str,
+def test_spark_reads_what_duckdb_reads(spark: SparkSession, scenario: str, reader: str,
                                        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """One catalog backend is enough here (the lake layer's tests cover all three); every snapshot at which a table's
-    rows changed is checked, so time travel over every file layout the scenario produced is covered. Deleted rows
-    are removed by literal keys in the view (few deletes) or by keys Spark reads from the delete files (many); the
-    latter mode checks the snapshots whose view differs from the literal mode's (those with deletes)."""
-    if deletes == "from_files":
-        monkeypatch.setattr(scan, "MAX_LITERAL_DELETES", 0)
+    rows changed is checked, so time travel over every file layout the scenario produced is covered. Files are read
+    through manifests (symlinks, field ids, deletes anti-joined as data), or all by the footer-based path that remains
+    for name-mapped files, remote storage and HUGEINT columns (deleted rows as literal keys when few)."""
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
     built = reference_lake_of(scenario, "duckdb", request, tmp_path_factory)
     catalog, ref = built.catalog, built.state
     lake = DuckLake.open(catalog)
     latest = lake.snapshot().snapshot_id
-    checked = refused = same = 0
+    checked = refused = 0
     seen: dict[tuple[str, str], object] = {}
     # the snapshots to read, by table and Spark row type: each group is read in one Spark query (a UNION ALL of
     # the snapshots' reads, tagged with the snapshot id), not one per snapshot
@@ -68,10 +57,6 @@ def test_spark_reads_what_duckdb_reads(spark: SparkSession, scenario: str, delet
                 register_at(spark, state, table)
             refused += 1
             continue
-        if deletes == "from_files" and scan.table_sql(state, table) == _sql_with_literal_deletes(state, table,
-                                                                                                 monkeypatch):
-            same += 1  # no deletes to read from files: the literal mode's check covers this snapshot
-            continue
         row_type = repr([(c.name, to_spark(c).simpleString()) for c in table.columns])
         group = groups.setdefault((schema, name, row_type), [])
         # the latest through its registered view, the first time-travel read of a group through its own view
@@ -80,7 +65,7 @@ def test_spark_reads_what_duckdb_reads(spark: SparkSession, scenario: str, delet
         elif not group:
             read = register_at(spark, state, table)
         else:
-            read = f"({scan.table_sql(state, table)})"
+            read = f"({scan.table_sql(spark, state, table)})"
         group.append((sid, read, expected))
     for (schema, name, _), reads in groups.items():
         union = " UNION ALL ".join(f"SELECT {sid} AS `__sid`, * FROM {read} AS r{i}"
@@ -95,7 +80,5 @@ def test_spark_reads_what_duckdb_reads(spark: SparkSession, scenario: str, delet
                 assert count == expected["count"], f"count(*) of {schema}.{name} at snapshot {sid}"
             checked += 1
     lake.close()
-    if deletes == "from_files" and scenario in SCENARIOS_WITH_DELETES:
-        assert checked > 0, "no snapshot read deletes from files"
     # the types scenario holds every DuckLake type in one table, some of which Spark has no type for
-    assert checked + same > 0 if scenario != "types" else refused > 0
+    assert checked > 0 if scenario != "types" else refused > 0

@@ -12,6 +12,8 @@ import datetime as dt
 import threading
 from dataclasses import dataclass, field
 
+from pyspark.sql import SparkSession
+
 from .lake.conflicts import parse_changes
 from .lake.errors import DuckLakeError
 from .lake.lake import DuckLake
@@ -109,7 +111,7 @@ def _cursor_start(lake: DuckLake, state: object, info: object, target: Key, tag:
     return int(snap) + 1, cursor
 
 
-def replay_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None,
+def replay_query(spark: SparkSession, lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None,
                  target_exists: bool) -> str:
     """The Spark SQL of every change of an upstream since a snapshot table's cursor (from the upstream's creation on
     the first run), one row per change (update pre-images left out), with CHANGE_TYPE_COLUMN, SNAPSHOT_COLUMN and
@@ -132,7 +134,7 @@ def replay_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, n
     if not changed:
         return (f"SELECT {cols}, CAST(NULL AS STRING) AS {CHANGE_TYPE_COLUMN}, CAST(NULL AS BIGINT) AS "
                 f"{SNAPSHOT_COLUMN}, CAST(NULL AS TIMESTAMP) AS {COMMIT_TIME_COLUMN} "
-                f"FROM ({table_sql(state, info)}) AS c WHERE false")
+                f"FROM ({table_sql(spark, state, info)}) AS c WHERE false")
     times = ", ".join(f"({s.snapshot_id}, TIMESTAMP '{_utc(s.snapshot_time)}')" for s in snaps)
     return (
         f"SELECT {cols}, c.change_type AS {CHANGE_TYPE_COLUMN}, c.snapshot_id AS {SNAPSHOT_COLUMN}, "
@@ -149,7 +151,8 @@ def _utc(ts: dt.datetime) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def changes_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None, incremental: bool,
+def changes_query(spark: SparkSession, lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None,
+                  incremental: bool,
                   unique_key: list[str] | None) -> str:
     """The Spark SQL of an upstream's rows for a model's run, with CHANGE_TYPE_COLUMN.
 
@@ -181,9 +184,9 @@ def changes_query(lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, 
     cursors.note(target, node, tag, value, rebuild=incremental and start is None)
     cols = ", ".join(ident(c.name) for c in info.columns)
     if start is None:
-        return f"SELECT {cols}, 'insert' AS {CHANGE_TYPE_COLUMN} FROM ({table_sql(state, info)}) AS upstream_rows"
+        return f"SELECT {cols}, 'insert' AS {CHANGE_TYPE_COLUMN} FROM ({table_sql(spark, state, info)}) AS upstream_rows"
     if start > current:
-        return f"SELECT {cols}, CAST(NULL AS STRING) AS {CHANGE_TYPE_COLUMN} FROM ({table_sql(state, info)}) " \
+        return f"SELECT {cols}, CAST(NULL AS STRING) AS {CHANGE_TYPE_COLUMN} FROM ({table_sql(spark, state, info)}) " \
                "AS upstream_rows WHERE false"
     names = {c.name.lower(): c.name for c in info.columns}
     keys = [names[k.lower()] for k in unique_key or [] if k.lower() in names]

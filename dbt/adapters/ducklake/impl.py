@@ -289,7 +289,7 @@ class DuckLakeAdapter(SparkAdapter):
         rt = self._handle().runtime
         node = (get_node_info() or {}).get("unique_id")
         try:
-            return changes_query(rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
+            return changes_query(rt.spark, rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
                                  ((target.schema or "").lower(), (target.identifier or "").lower()), node,
                                  bool(incremental), [k for k in keys if k])
         except ChangeFeedError as e:
@@ -304,7 +304,7 @@ class DuckLakeAdapter(SparkAdapter):
         rt = self._handle().runtime
         node = (get_node_info() or {}).get("unique_id")
         try:
-            return replay_query(rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
+            return replay_query(rt.spark, rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
                                 ((target.schema or "").lower(), (target.identifier or "").lower()), node,
                                 bool(target_exists))
         except ChangeFeedError as e:

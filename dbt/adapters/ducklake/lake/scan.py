@@ -58,10 +58,23 @@ def row_count(state: LakeState, table: TableInfo) -> int:
     return n + sum(t.num_rows for t in read_inlined(state, table, with_rowid=False))
 
 
-def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = None) -> ScanPlan:
+def deleted_positions(f: DataFile, snapshot_id: int) -> tuple[int, ...]:
+    """The positions of a data file deleted as of snapshot_id (its delete file, read here, and inlined deletes)."""
+    deleted: set[int] = set()
+    if f.delete_file is not None and f.delete_file.begin_snapshot <= snapshot_id:
+        d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
+        deleted.update(p for p, snap in zip(d.positions, d.snapshots, strict=True) if snap <= snapshot_id)
+    deleted.update(p for p, begin in f.inlined_deletes if begin <= snapshot_id)
+    return tuple(sorted(deleted))
+
+
+def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = None, *,
+              positions: bool = True) -> ScanPlan:
     """The files of a table at the state's snapshot, with the deletes that apply to each.
 
     With a predicate, files whose column statistics prove that no row matches are left out (`pruned` counts them).
+    positions=False reads the catalog only: tasks carry no deleted positions (an engine that reads the delete files
+    itself takes them from each file's delete_file and inlined_deletes, or calls `deleted_positions`).
     """
     s = state.snapshot_id
     live = state.files(table)
@@ -69,15 +82,10 @@ def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = 
     mappings = state.name_mappings(table) if any(f.mapping_id is not None for f in files) else {}
     tasks = []
     for f in files:
-        deleted: set[int] = set()
-        if f.delete_file is not None:
-            d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
-            deleted.update(p for p, snap in zip(d.positions, d.snapshots, strict=True) if snap <= s)
-        deleted.update(p for p, begin in f.inlined_deletes if begin <= s)
         tasks.append(
             FileScanTask(
                 data_file=f,
-                deleted_positions=tuple(sorted(deleted)),
+                deleted_positions=deleted_positions(f, s) if positions else (),
                 max_snapshot=s if f.partial_max is not None and f.partial_max > s else None,
                 mapping=mappings.get(f.mapping_id) if f.mapping_id is not None else None,
             )

@@ -28,7 +28,7 @@ from ..lake.scan import plan_scan
 from ..lake.state import LakeState
 from ..lake.transaction import Transaction
 from .predicates import column_ref, conjuncts, to_predicate, unparen
-from .scan import LOCATORS, file_groups, files_sql, group_sql
+from .scan import LOCATORS, target_rows_sql
 from .sql_literals import ident, literal
 
 
@@ -45,7 +45,7 @@ class DeletePlan:
 
 def plan_delete(spark: SparkSession, state: LakeState, table: TableInfo, condition: str | None) -> DeletePlan:
     """Find the rows a DELETE ... WHERE condition removes (condition None = every row)."""
-    target = _target_rows_sql(state, table, delete_predicate(spark, table, condition))
+    target = _target_rows_sql(spark, state, table, delete_predicate(spark, table, condition))
     if target is None:
         return DeletePlan([])
     cond = condition if condition else "true"
@@ -158,7 +158,7 @@ def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, 
     cond = condition if condition else "true"
     new_values = ", ".join(f"({sets[c.name]}) AS {ident(c.name)}" if c.name in sets else f"{from_t[c.name]} AS "
                            f"{ident(c.name)}" for c in info.columns)
-    target = _target_rows_sql(tx.base, base, to_predicate(condition, base.columns, (None, "t")))
+    target = _target_rows_sql(spark, tx.base, base, to_predicate(condition, base.columns, (None, "t")))
     if target is None:
         return Staged()
     matched = spark.sql(target.ids(f"SELECT {target.locators('t')}, {new_values} FROM ({target.sql}) t WHERE ({cond})",
@@ -273,35 +273,31 @@ def _check_cardinality(ids: pa.Table, schema: str, table: str) -> None:
 
 @dataclass(frozen=True)
 class TargetRows:
-    """Live rows of a DML target: `sql` yields scan.LOCATORS then the table's columns; `ids` turns the locators of
-    the rows a statement keeps into (__file, __pos, __rowid), __file = -1 marking inlined rows."""
+    """Live rows of a DML target: `sql` yields scan.LOCATORS (data file id, -1 for inlined rows; position; row id)
+    then the table's columns; `ids` names them (__file, __pos, __rowid)."""
 
     sql: str
-    files: str  # scan.files_sql of the groups read
 
     @staticmethod
     def locators(alias: str) -> str:
         return ", ".join(f"{alias}.{c}" for c in LOCATORS)
 
     def ids(self, query: str, columns: list[str]) -> str:
-        """query (rows of `sql` with their LOCATORS, plus columns) as __file, __pos, __rowid, columns. The file map
-        is joined to these rows only, not to every row read."""
-        group, size, pos, rid = LOCATORS
+        """query (rows of `sql` with their LOCATORS, plus columns) as __file, __pos, __rowid, columns."""
+        file, pos, rid = LOCATORS
         rest = "".join(f", h.{c}" for c in columns)
-        return (f"SELECT /*+ BROADCAST(f) */ CAST(coalesce(f.file, -1) AS BIGINT) AS __file, h.{pos} AS __pos, "
-                f"CAST(coalesce(h.{rid}, f.start + h.{pos}) AS BIGINT) AS __rowid{rest} FROM ({query}) h "
-                f"LEFT JOIN ({self.files}) f ON f.grp = h.{group} AND f.size = h.{size}")
+        return (f"SELECT CAST(h.{file} AS BIGINT) AS __file, CAST(h.{pos} AS BIGINT) AS __pos, "
+                f"CAST(h.{rid} AS BIGINT) AS __rowid{rest} FROM ({query}) h")
 
 
-def _target_rows_sql(state: LakeState, info: TableInfo, predicate: Predicate | None = None) -> TargetRows | None:
+def _target_rows_sql(spark: SparkSession, state: LakeState, info: TableInfo,
+                     predicate: Predicate | None = None) -> TargetRows | None:
     """Live target rows with their locators (see TargetRows); None when the table has no row.
 
-    With a predicate, files whose statistics exclude it are left out (inlined rows are always in). Files are read in
-    groups (one Parquet source each).
+    With a predicate, files whose statistics exclude it are left out (inlined rows are always in).
     """
-    plan = plan_scan(state, info, predicate)
-    groups = file_groups(info.columns, plan, keyed=True)
-    parts = [group_sql(g, plan.snapshot_id, group=i) for i, g in enumerate(groups)]
+    plan = plan_scan(state, info, predicate, positions=False)
+    parts = target_rows_sql(spark, state, info, plan)
     rows = [r for t in read_inlined(state, info, with_rowid=True) for r in t.to_pylist()]
     if rows:
         cols = ", ".join(ident(c.name) for c in info.columns)
@@ -309,19 +305,19 @@ def _target_rows_sql(state: LakeState, info: TableInfo, predicate: Predicate | N
             "(" + ", ".join([f"CAST({r['rowid']} AS BIGINT)"] + [literal(r[c.name], c) for c in info.columns]) + ")"
             for r in rows
         )
-        group, size, pos, rid = LOCATORS  # inlined rows: no file (-1), their row ids as stored
-        parts.append(f"SELECT CAST(-1 AS INT) AS {group}, CAST(-1 AS BIGINT) AS {size}, CAST(-1 AS BIGINT) AS {pos}, "
+        file, pos, rid = LOCATORS  # inlined rows: no file (-1), their row ids as stored
+        parts.append(f"SELECT CAST(-1 AS BIGINT) AS {file}, CAST(-1 AS BIGINT) AS {pos}, "
                      f"__rowid AS {rid}, {cols} FROM VALUES {values} AS v(__rowid, {cols})")
     if not parts:
         return None
-    return TargetRows("\nUNION ALL\n".join(parts), files_sql(groups))
+    return TargetRows("\nUNION ALL\n".join(parts))
 
 
 def _no_rows(info: TableInfo) -> TargetRows:
     """An empty target (no file, no inlined row) with the columns of _target_rows_sql."""
-    nulls = ", ".join([f"CAST(NULL AS {'INT' if c == LOCATORS[0] else 'BIGINT'}) AS {c}" for c in LOCATORS]
+    nulls = ", ".join([f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS]
                       + [f"{literal(None, c)} AS {ident(c.name)}" for c in info.columns])
-    return TargetRows(f"SELECT {nulls} WHERE false", files_sql([]))
+    return TargetRows(f"SELECT {nulls} WHERE false")
 
 
 MAX_KEY_LIST = 1000  # a source with at most this many rows prunes target files by its key values, not just their range
@@ -633,7 +629,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             if unique and bounds[-2] != bounds[-1]:
                 _refuse_repeated_keys(spark, src_view, unique, schema, table)
             prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
-            rows_of = _target_rows_sql(tx.base, base, prune_by) or _no_rows(base)
+            rows_of = _target_rows_sql(spark, tx.base, base, prune_by) or _no_rows(base)
             target = f"({rows_of.sql})"
             # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
             hint = "/*+ BROADCAST(s) */ " if n_source <= MERGE_BROADCAST_ROWS else ""

@@ -114,7 +114,7 @@ class LakeNames:
         table = ci_lookup(st.tables, (schema, name))
         view = ci_lookup(st.views, (schema, name)) if table is None else None
         if table is not None:
-            sql = table_sql(st, table)
+            sql = table_sql(self.spark, st, table)
             schema, name = table.schema_name, table.name
         elif view is not None:
             sql = view.tags.get(SPARK_SQL_TAG) or view.sql

@@ -156,11 +156,11 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     predicate = to_predicate(condition.sql(dialect="spark"), table.columns, (None, qualifier))
     if predicate is None:
         return edits
-    plan = plan_scan(state, table, predicate)
+    plan = plan_scan(state, table, predicate, positions=False)
     if not plan.pruned:
         return edits
     view = f"__ducklake_pruned_{next(_views)}"
-    spark.sql(plan_sql(state, table, plan)).createOrReplaceTempView(view)
+    spark.sql(plan_sql(spark, state, table, plan)).createOrReplaceTempView(view)
     out.views.append(view)
     out.files[(table.schema_name, table.name)] = (len(plan.files), plan.pruned)
     start, end = tnode.args["db"].meta["start"], tnode.this.meta["end"] + 1

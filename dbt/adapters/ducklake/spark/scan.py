@@ -10,6 +10,7 @@ added as literals.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Sequence
@@ -25,15 +26,21 @@ from ..lake.inlined import read_inlined
 from ..lake.paths import to_local
 from ..lake.pruning import Predicate
 from ..lake.records import Column, NameMapping, TableInfo
-from ..lake.scan import FileScanTask, ScanPlan, plan_scan
+from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.state import LakeState
 from ..lake.types import parse_value
+from . import manifest
+from .manifest import FILE, RID
 from .sql_literals import ident, literal, string_literal
 from .type_readings import wide_integer_from_double_sql
 from .types import spark_schema, to_spark
 
 _FID = b"PARQUET:field_id"
-POS = "__ducklake_pos"
+POS = manifest.POS
+# Read through manifests (see spark/manifest.py); off, every file is read by the footer-based path below (tests
+# compare both on every reference scenario). That path remains for what a manifest cannot hold: files matched by a
+# name mapping, remote storage, and HUGEINT columns (DuckDB stores them as DOUBLE, Spark as DECIMAL).
+USE_MANIFESTS = True
 
 
 @functools.lru_cache(maxsize=20000)
@@ -148,7 +155,7 @@ def _projection(columns: Sequence[Column], task: FileScanTask) -> tuple[str, ...
     return tuple(out)
 
 
-def table_sql(state: LakeState, table: TableInfo, predicate: Predicate | None = None) -> str:
+def table_sql(spark: SparkSession, state: LakeState, table: TableInfo, predicate: Predicate | None = None) -> str:
     """The SELECT that yields the table's rows at the state's snapshot, for Spark SQL.
 
     With a predicate, files whose statistics exclude it are left out: the SELECT then yields a superset of the rows
@@ -158,13 +165,13 @@ def table_sql(state: LakeState, table: TableInfo, predicate: Predicate | None = 
         UnsupportedTypeError: a column has a type Spark cannot hold (checked before anything is read).
     """
     spark_schema(table.columns)
-    return plan_sql(state, table, plan_scan(state, table, predicate))
+    return plan_sql(spark, state, table, plan_scan(state, table, predicate, positions=False))
 
 
-def plan_sql(state: LakeState, table: TableInfo, plan: ScanPlan) -> str:
+def plan_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan) -> str:
     """The SELECT of a scan plan's files (pruned or not) and the table's inlined rows (see `table_sql`)."""
     spark_schema(table.columns)
-    branches = [group_sql(g, plan.snapshot_id) for g in file_groups(table.columns, plan)]
+    branches = _file_branches(spark, state, table, plan, locators=False)
     inlined = _inlined_sql(state, table)
     if inlined:
         branches.append(inlined)
@@ -172,6 +179,73 @@ def plan_sql(state: LakeState, table: TableInfo, plan: ScanPlan) -> str:
         nulls = ", ".join(f"{literal(None, c)} AS {ident(c.name)}" for c in table.columns)
         return f"SELECT {nulls} WHERE false"
     return "\nUNION ALL\n".join(branches)
+
+
+def _split(table: TableInfo, plan: ScanPlan) -> tuple[list[FileScanTask], list[FileScanTask]]:
+    """The plan's files read through a manifest, and those read by the footer-based path (with their positions)."""
+    s = plan.snapshot_id
+    if USE_MANIFESTS and manifest.readable(table):
+        defaults = manifest.default_columns(table.columns)
+        linked = [t for t in plan.files if manifest.linkable(t, defaults)]
+        rest = [t for t in plan.files if not manifest.linkable(t, defaults)]
+    else:
+        linked, rest = [], list(plan.files)
+    rest = [t if t.deleted_positions else dataclasses.replace(t, deleted_positions=deleted_positions(t.data_file, s))
+            for t in rest]
+    return linked, rest
+
+
+def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
+                   locators: bool) -> list[str]:
+    """SELECTs of the plan's files: manifest reads (a bounded number) and footer-based groups; with locators, each
+    row's FILE, POS and RID come first."""
+    linked, rest = _split(table, plan)
+    out = []
+    if linked:
+        m = manifest.prepare(spark, state.data_path, table, linked, plan.snapshot_id)
+        partial = any(t.max_snapshot is not None for t in linked)
+        out += [_manifest_sql(name, present, m.deletes, table, plan.snapshot_id, partial, locators)
+                for name, present in m.data]
+    if rest:
+        legacy = ScanPlan(plan.table, plan.snapshot_id, tuple(rest))
+        out += [group_sql(g, plan.snapshot_id, locators=locators)
+                for g in file_groups(table.columns, legacy, keyed=locators)]
+    return out
+
+
+def _manifest_sql(name: str, present: frozenset[int], deletes: str | None, table: TableInfo, snapshot_id: int,
+                  partial: bool, locators: bool) -> str:
+    cols = []
+    for c in table.columns:
+        if c.initial_default is not None and not c.is_nested and c.column_id not in present:
+            cols.append(f"{_default_sql(c)} AS {ident(c.name)}")  # the file predates the column
+        else:
+            cols.append(f"x.{ident(c.name)}")
+    inner = f"SELECT *, {manifest.file_id_sql()} AS {FILE}, _metadata.row_index AS {POS}"
+    if locators:
+        inner += f", {manifest.row_id_start_sql()} AS __ducklake_start"
+        cols = [f"x.{FILE}", f"x.{POS}",
+                f"CAST(coalesce(x.{ident(ROW_ID_COLUMN)}, x.__ducklake_start + x.{POS}) AS BIGINT) AS {RID}", *cols]
+    snap = ident(SNAPSHOT_COLUMN)
+    sql = f"FROM ({inner} FROM {name}) x"
+    if deletes is not None:
+        # the delete file's data file id from its name (d<id>.parquet), the inlined deletes' from their column
+        fid = ("CASE WHEN __ducklake_data_file IS NOT NULL THEN __ducklake_data_file "
+               "ELSE CAST(regexp_extract(_metadata.file_name, '^d([0-9]+)[.]', 1) AS BIGINT) END")
+        dels = (f"SELECT {fid} AS f, pos AS p FROM {deletes} WHERE {snap} IS NULL OR {snap} <= {snapshot_id}")
+        sql = f"/*+ BROADCAST({_DEL}) */ {', '.join(cols)} {sql} LEFT ANTI JOIN ({dels}) {_DEL} " \
+              f"ON {_DEL}.f = x.{FILE} AND {_DEL}.p = x.{POS}"
+    else:
+        sql = f"{', '.join(cols)} {sql}"
+    if partial:  # rows a partial file holds beyond the snapshot
+        sql += f" WHERE x.{snap} IS NULL OR x.{snap} <= {snapshot_id}"
+    return f"SELECT {sql}"
+
+
+def target_rows_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan) -> list[str]:
+    """SELECTs of the plan's file rows with their LOCATORS first (FILE, POS, RID), for DML."""
+    spark_schema(table.columns)
+    return _file_branches(spark, state, table, plan, locators=True)
 
 
 # Deleted rows are removed by a broadcast anti join on one BIGINT key per row: the row's position, and in a source of
@@ -265,43 +339,33 @@ def _distinct_sizes(tasks: list[FileScanTask]) -> list[list[FileScanTask]]:
     return out
 
 
-# Where a row of a DML target is (scan with `group`): its group (index), file size (the file within its group), position
-# and own row id (NULL when its file has none). The file id and row id come from these only for the rows a statement
-# changes (`files_sql`), not for every row read.
-LOCATORS = ("__ducklake_group", "__ducklake_size", POS, "__ducklake_rid")
+# Where a row of a DML target is: its data file id (-1: inlined), position, and row id.
+LOCATORS = (FILE, POS, RID)
 
 
-def group_sql(g: FileGroup, snapshot_id: int, group: int | None = None) -> str:
-    """One group's live rows: the table's columns, and with a group index also the LOCATORS in front."""
+def group_sql(g: FileGroup, snapshot_id: int, locators: bool = False) -> str:
+    """One group's live rows: the table's columns, and with locators also the LOCATORS in front."""
     where = [f"{ident(SNAPSHOT_COLUMN)} <= {g.max_snapshot}"] if g.max_snapshot is not None else []
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     deleted = _deleted_keys_sql(g, snapshot_id)
     source = f"parquet.{ident(g.source)}"
-    if deleted is None and group is None:
+    if deleted is None and not locators:
         return f"SELECT {', '.join(g.proj)} FROM {source}{clause}"
     cols = list(g.proj)
     joins = ""
     if deleted is not None:
         joins = f" LEFT ANTI JOIN ({deleted}) {_DEL} ON {_DEL}.__ducklake_k = x.{KEY}"
-    if group is not None:
-        # files DuckDB rewrote keep their rows' ids in a column; other files' row ids are row_id_start + position
-        rid = f"x.{ident(ROW_ID_COLUMN)}" if ROW_ID_COLUMN in g.physical.names else "NULL"
-        cols = [f"CAST({group} AS INT) AS __ducklake_group", "x.__ducklake_size", f"CAST(x.{POS} AS BIGINT) AS {POS}",
-                f"CAST({rid} AS BIGINT) AS __ducklake_rid", *cols]
+    if locators:
+        # the file (within its group, files have distinct sizes); files DuckDB rewrote keep their rows' ids in a
+        # column, other files' row ids are row_id_start + position
+        fid = " ".join(f"WHEN {t.data_file.file_size_bytes} THEN {t.data_file.data_file_id}" for t in g.tasks)
+        start = " ".join(f"WHEN {t.data_file.file_size_bytes} THEN {t.data_file.row_id_start or 0}" for t in g.tasks)
+        own = f"x.{ident(ROW_ID_COLUMN)}" if ROW_ID_COLUMN in g.physical.names else "NULL"
+        cols = [f"CAST(CASE x.__ducklake_size {fid} END AS BIGINT) AS {FILE}", f"CAST(x.{POS} AS BIGINT) AS {POS}",
+                f"CAST(coalesce({own}, CASE x.__ducklake_size {start} END + x.{POS}) AS BIGINT) AS {RID}", *cols]
     hint = f"/*+ BROADCAST({_DEL}) */ " if deleted is not None else ""
     return (f"SELECT {hint}{', '.join(cols)} FROM (SELECT *, _metadata.row_index AS {POS}, _metadata.file_size AS "
             f"__ducklake_size, {g.key_sql} AS {KEY} FROM {source}) x{joins}{clause}")
-
-
-def files_sql(groups: Sequence[FileGroup]) -> str:
-    """(grp, size, file, start): the data file id and row_id_start of each file of the groups (see LOCATORS)."""
-    rows = ", ".join(f"({i}, {t.data_file.file_size_bytes}, {t.data_file.data_file_id}, {t.data_file.row_id_start or 0})"
-                     for i, g in enumerate(groups) for t in g.tasks)
-    if not rows:
-        return "SELECT CAST(NULL AS INT) AS grp, CAST(NULL AS BIGINT) AS size, CAST(NULL AS BIGINT) AS file, " \
-               "CAST(NULL AS BIGINT) AS start WHERE false"
-    return (f"SELECT CAST(grp AS INT) AS grp, CAST(size AS BIGINT) AS size, CAST(file AS BIGINT) AS file, "
-            f"CAST(start AS BIGINT) AS start FROM VALUES {rows} AS v(grp, size, file, start)")
 
 
 def _deleted_keys_sql(g: FileGroup, snapshot_id: int) -> str | None:
@@ -367,7 +431,7 @@ def register_table(spark: SparkSession, state: LakeState, table: TableInfo, *, d
     view = view or table.name
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(database)}")
     name = f"{ident(database)}.{ident(view)}"
-    create_view(spark, name, table_sql(state, table), f"{table.schema_name}.{table.name}", state.snapshot_id)
+    create_view(spark, name, table_sql(spark, state, table), f"{table.schema_name}.{table.name}", state.snapshot_id)
     return name
 
 
@@ -400,7 +464,7 @@ def read_table(spark: SparkSession, state: LakeState, table: TableInfo, where: s
     """
     from .predicates import to_predicate
 
-    sql = table_sql(state, table, to_predicate(where, table.columns, (None, "t")))
+    sql = table_sql(spark, state, table, to_predicate(where, table.columns, (None, "t")))
     return spark.sql(f"SELECT * FROM ({sql}) t" + (f" WHERE ({where})" if where else ""))
 
 
