@@ -71,7 +71,7 @@ def run(n_files: int, repeat: int) -> dict[str, Any]:
 
         def plan() -> int:
             st = lake.snapshot()
-            sql = table_sql(st, st.table("main", "events"))
+            sql = table_sql(spark, st, st.table("main", "events"))
             spark.sql("CREATE DATABASE IF NOT EXISTS bench")
             spark.sql(f"CREATE OR REPLACE VIEW bench.events AS {sql}")
             return len(sql)
@@ -87,20 +87,37 @@ def run(n_files: int, repeat: int) -> dict[str, Any]:
         st = lake.snapshot()
         paths = [f.path for f in st.files(st.table("main", "events"))]
         spark.read.parquet(*paths).createOrReplaceTempView("raw_events")
+        answers = {}
         for name, q in queries.items():
             try:
-                out[f"{name}_view_s"], _ = timed(lambda q=q: spark.sql(q.format(t="bench.events")).collect(), repeat)
+                out[f"{name}_view_s"], got = timed(lambda q=q: spark.sql(q.format(t="bench.events")).collect(), repeat)
+                answers[name] = sorted(tuple(r) for r in got)
             except Exception as e:  # noqa: BLE001
                 out[f"{name}_view_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             out[f"{name}_parquet_s"], _ = timed(lambda q=q: spark.sql(q.format(t="raw_events")).collect(), repeat)
         with reference.attached(catalog, read_only=True) as con:
             for name, q in queries.items():
-                out[f"{name}_duckdb_s"], _ = timed(lambda q=q: con.execute(q.format(t="lake.main.events")).fetchall(),
-                                                   repeat)
+                out[f"{name}_duckdb_s"], theirs = timed(
+                    lambda q=q: con.execute(q.format(t="lake.main.events")).fetchall(), repeat)
+                if name in answers:  # the view's answer must be DuckDB's (sums compared to 1e-9 relative)
+                    out[f"{name}_equal"] = _same(answers[name], sorted(tuple(r) for r in theirs))
         lake.close()
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b, strict=True):
+        for x, y in zip(ra, rb, strict=True):
+            if isinstance(x, float) or isinstance(y, float):
+                if abs(float(x) - float(y)) > 1e-9 * max(1.0, abs(float(y))):
+                    return False
+            elif x != y:
+                return False
+    return True
 
 
 def main() -> None:
