@@ -87,3 +87,45 @@ class TestMaintenanceOperations:
                 expect_pass=False)
         with reference.attached(catalog, read_only=True) as con:
             assert con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall() == before
+
+
+COMPACTED = ("{{ config(materialized='incremental', ducklake_compact=true) }}\n"
+             "select {{ var('k', 0) }} as k, id from {{ ref('src') }}\n")
+
+
+class TestCompactAfterEachRun:
+    """`ducklake_compact: true` merges a model's files after each run: the table stays one file however often it is
+    appended to, DuckDB reads every earlier version unchanged, and the next run reads the merged file."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"src.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"inc.sql": COMPACTED, "total.sql": TOTAL}
+
+    def test_each_run_leaves_one_file(self, project: object) -> None:
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        run_dbt(["seed"])
+        history = {}
+        for k in range(4):
+            run_dbt(["run", "--select", "inc", "--vars", _args(k=k)])
+            with reference.attached(catalog, read_only=True) as con:
+                snaps = con.execute("SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY snapshot_id DESC "
+                                    "LIMIT 2").fetchall()
+                files = con.execute(f"SELECT count(*) FROM ducklake_list_files('lake', 'inc', schema => '{schema}')"
+                                    ).fetchone()[0]
+                merged = "merge_adjacent" in str(snaps[0][1])
+                history[snaps[1][0] if merged else snaps[0][0]] = 3 * (k + 1)  # the model's own snapshot
+            assert files == 1, (k, files)
+            assert merged or k == 0, snaps  # an append leaves two files: merged in a snapshot of its own
+        with reference.attached(catalog, read_only=True) as con:
+            for sid, n in history.items():
+                got = con.execute(f"SELECT count(*) FROM lake.{schema}.inc AT (VERSION => {sid})").fetchone()[0]
+                assert got == n, (sid, got, n)
+            assert con.execute(f"SELECT count(*), sum(k) FROM lake.{schema}.inc").fetchone() == (12, 3 * (0 + 1 + 2 + 3))
+        run_dbt(["run", "--select", "total"])
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute(f"SELECT n, ks FROM lake.{schema}.total").fetchone() == (12, 18)
