@@ -190,3 +190,34 @@ def test_statistics_that_count_deleted_or_miss_inlined_rows_are_not_used(spark: 
     assert read == ({} if inner == "main.k" else {("main", "t"): (1, 3)})
     ids = sorted(r[0] for r in got)
     assert ids[0] == (9 if inner == "main.k" else 360)  # above the true max, not the statistics' (350-359 deleted)
+
+
+@pytest.mark.parametrize("sql", ["SELECT count(*) FROM main.t", "SELECT count(*) AS n FROM main.k2 x",
+                                 "SELECT COUNT(*) FROM main.k"])
+def test_count_star_comes_from_the_catalog(spark: SparkSession, lake: tuple[str, DuckLake], sql: str) -> None:
+    """count(*) of a table (deletes, inlined rows and deletes counted as DuckDB does) needs no file: every file of
+    the lake is away while Spark answers, and the answer and its column name are what Spark would give."""
+    catalog, lk = lake
+    st = LakeNames(spark, lk).refresh([("main", "t"), ("main", "k"), ("main", "k2")])
+    files = [f.path for name in ("t", "k", "k2") for f in st.files(st.table("main", name))]
+    q = prune_query(spark, st, sql)
+    for f in files:
+        os.rename(f, f + ".away")
+    try:
+        df = spark.sql(q.sql)
+        got = [tuple(r) for r in df.collect()]
+    finally:
+        for f in files:
+            os.rename(f + ".away", f)
+    assert "main." not in q.sql and not q.views
+    assert df.columns == spark.sql(sql).columns
+    assert got == _duckdb(catalog, sql)
+
+
+@pytest.mark.parametrize("sql", ["SELECT count(*) FROM main.t WHERE id > 5", "SELECT count(*), 1 FROM main.t",
+                                 "SELECT count(DISTINCT id) FROM main.t", "SELECT count(id) FROM main.t",
+                                 "SELECT count(*) FROM main.t GROUP BY id"])
+def test_other_counts_are_left_to_spark(spark: SparkSession, lake: tuple[str, DuckLake], sql: str) -> None:
+    _, lk = lake
+    st = LakeNames(spark, lk).refresh([("main", "t")])
+    assert "main.t" in prune_query(spark, st, sql).sql

@@ -32,7 +32,7 @@ from sqlglot.tokens import Token, TokenType
 from ..lake.errors import UnsupportedTypeError
 from ..lake.inlined import read_inlined
 from ..lake.records import Column
-from ..lake.scan import plan_scan
+from ..lake.scan import plan_scan, row_count
 from ..lake.state import LakeState, ci_lookup
 from ..lake.types import INT_RANGES, parse_type, sort_key
 from .names import table_refs
@@ -84,12 +84,19 @@ def pruned_reads(spark: SparkSession, state: LakeState, sql: str, refresh: Refre
 def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refresh = _no_refresh) -> PrunedQuery:
     """See the module; the query unchanged when nothing can be pruned (or it is not a plain query)."""
     out = PrunedQuery(sql)
-    if not state.tables or "where" not in sql.lower():
+    lower = sql.lower()
+    if not state.tables or ("where" not in lower and "count" not in lower):
         return out
     try:
         tree = sqlglot.parse_one(sql, read="spark")
         tokens = sqlglot.tokenize(sql, read="spark")
     except (ParseError, TokenError, ValueError):
+        return out
+    counted = _count_from_catalog(state, tree)
+    if counted is not None:
+        out.sql, out.replaced = counted
+        return out
+    if "where" not in lower:
         return out
     if not isinstance(tree, exp.Query) or any(c.args.get("db") for c in tree.find_all(exp.Column)):
         return out  # not a query, or schema.table.column names (renaming the table would break them)
@@ -114,6 +121,34 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
         text = text[:start] + new + text[end:]
     out.sql = text
     return out
+
+
+def _count_from_catalog(state: LakeState, tree: exp.Expression) -> tuple[str, set[tuple[str, str]]] | None:
+    """`SELECT count(*) FROM schema.table` answered from the catalog, as DuckDB answers it: live files' record counts
+    minus their deleted rows plus inlined rows (`lake.scan.row_count`), exact unless a partial file reaches beyond the
+    snapshot. Any other shape (a WHERE, a GROUP BY, a join, DISTINCT, another expression) is left to Spark."""
+    if not isinstance(tree, exp.Select) or set(k for k, v in tree.args.items() if v) != {"expressions", "from_"}:
+        return None
+    if len(tree.expressions) != 1:
+        return None
+    node = tree.expressions[0]
+    alias = node.alias if isinstance(node, exp.Alias) else None
+    agg = node.this if isinstance(node, exp.Alias) else node
+    if not isinstance(agg, exp.Count) or not isinstance(agg.this, exp.Star) or agg.args.get("big_int") is False:
+        return None
+    tnode = tree.args["from_"].this
+    if not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
+            k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
+        return None
+    table = ci_lookup(state.tables, (tnode.db, tnode.name))
+    if table is None:
+        return None
+    s = state.snapshot_id
+    if any(f.partial_max is not None and f.partial_max > s for f in state.files(table)):
+        return None
+    name = ident(alias) if alias else "`count(1)`"  # Spark's name for an unaliased count(*)
+    return (f"SELECT CAST({row_count(state, table)} AS BIGINT) AS {name}",
+            {(table.schema_name.lower(), table.name.lower())})
 
 
 def _start(node: exp.Expression) -> int:
