@@ -6,14 +6,20 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark import scan
 from dbt.adapters.ducklake.spark.changes import table_changes
 from dbt.adapters.ducklake.spark.types import spark_schema
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support.reference_lakes import build, reference_state
 
 
+@pytest.mark.parametrize("reader", ["manifest", "footers"])
 @pytest.mark.parametrize("scenario", ["updates", "repeated_deletes", "inlined", "compaction", "schema_evolution"])
-def test_change_feed_equals_duckdb(spark: SparkSession, scenario: str, tmp_path: object, data_path: str) -> None:
+def test_change_feed_equals_duckdb(spark: SparkSession, scenario: str, reader: str, tmp_path: object, data_path: str,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Changed files read through a manifest (deleted positions as a Parquet file), or by the footer-based path
+    (a branch per file: name-mapped files, remote storage, HUGEINT columns)."""
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
     catalog = f"duckdb:///{tmp_path}/metadata.ducklake"
     build(catalog, data_path, scenario)
     ref = reference_state(catalog)

@@ -139,7 +139,7 @@ def replay_query(spark: SparkSession, lake: DuckLake, cursors: Cursors, upstream
     return (
         f"SELECT {cols}, c.change_type AS {CHANGE_TYPE_COLUMN}, c.snapshot_id AS {SNAPSHOT_COLUMN}, "
         f"coalesce(t.commit_time, TIMESTAMP '{_utc(snaps[0].snapshot_time)}') AS {COMMIT_TIME_COLUMN} "
-        f"FROM ({changes_sql(lake, info.schema_name, info.name, start, current)}) AS c "
+        f"FROM ({changes_sql(spark, lake, info.schema_name, info.name, start, current)}) AS c "
         f"LEFT JOIN (SELECT * FROM VALUES {times} AS v(sid, commit_time)) AS t ON c.snapshot_id = t.sid "
         "WHERE c.change_type <> 'update_preimage'"
     )
@@ -195,6 +195,6 @@ def changes_query(spark: SparkSession, lake: DuckLake, cursors: Cursors, upstrea
         f"SELECT {cols}, change_type AS {CHANGE_TYPE_COLUMN} FROM ("
         f"SELECT *, row_number() OVER (PARTITION BY {by} ORDER BY snapshot_id DESC, "
         "CASE WHEN change_type = 'delete' THEN 1 ELSE 0 END) AS __ducklake_latest "
-        f"FROM ({changes_sql(lake, info.schema_name, info.name, start, current)}) AS upstream_changes "
+        f"FROM ({changes_sql(spark, lake, info.schema_name, info.name, start, current)}) AS upstream_changes "
         "WHERE change_type <> 'update_preimage') AS netted WHERE __ducklake_latest = 1"
     )

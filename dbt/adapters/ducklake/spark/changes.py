@@ -7,15 +7,19 @@ as of the end snapshot. The lake layer plans which files, positions and inlined 
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..lake.changes import plan_changes
+from ..lake.changes import FileDeletions, FileInsertions, plan_changes
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
-from ..lake.records import Column, DataFile
+from ..lake.paths import to_local
+from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask
+from . import manifest, scan
 from .scan import POS, _physical_schema, _projection, file_uri
 from .sql_literals import ident, literal
 
@@ -25,19 +29,30 @@ def table_changes(spark: SparkSession, lake: DuckLake, schema: str, table: str, 
     """Rows inserted, deleted and updated in schema.table within snapshots [start, end] (ids or timestamps)."""
     start_id = start if isinstance(start, int) else lake.snapshot(timestamp=start).snapshot_id + 1
     end_id = end if isinstance(end, int) else lake.snapshot(timestamp=end).snapshot_id
-    return spark.sql(changes_sql(lake, schema, table, start_id, end_id))
+    return spark.sql(changes_sql(spark, lake, schema, table, start_id, end_id))
 
 
-def changes_sql(lake: DuckLake, schema: str, table: str, start: int, end: int) -> str:
-    """The Spark SQL of the change feed (see table_changes)."""
+def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, start: int, end: int) -> str:
+    """The Spark SQL of the change feed (see table_changes). Files are read through a manifest (see spark/manifest):
+    the SQL does not grow with the number of files that changed; the deleted positions are a Parquet file of it."""
     plan = plan_changes(lake, schema, table, start, end)
     cols = plan.table.columns
+    use = scan.USE_MANIFESTS and manifest.readable(plan.table)
+    defaults = manifest.default_columns(cols)
+
+    def linked(f: DataFile) -> bool:
+        return use and manifest.linkable(FileScanTask(f, (), None, None), defaults) and f.mapping_id is None
+
+    ins_linked = [i for i in plan.insertions if linked(i.data_file)]
+    del_linked = [d for d in plan.deletions if linked(d.data_file)]
+    parts = _manifest_parts(spark, lake.data_path, plan.table, ins_linked, del_linked, start, end)
+    ins_rest = [i for i in plan.insertions if not linked(i.data_file)]
+    del_rest = [d for d in plan.deletions if not linked(d.data_file)]
     mappings = lake.snapshot(end).name_mappings(plan.table) if any(
-        f.data_file.mapping_id is not None for f in plan.insertions) or any(
-        f.data_file.mapping_id is not None for f in plan.deletions) else {}
+        f.data_file.mapping_id is not None for f in ins_rest) or any(
+        f.data_file.mapping_id is not None for f in del_rest) else {}
     names = ", ".join(ident(c.name) for c in cols)
-    parts = []
-    for ins in plan.insertions:
+    for ins in ins_rest:
         f = ins.data_file
         proj, rowid = _file_parts(f, cols, mappings)
         snap = ident(SNAPSHOT_COLUMN) if ins.per_row_snapshots else str(f.begin_snapshot)
@@ -46,7 +61,7 @@ def changes_sql(lake: DuckLake, schema: str, table: str, start: int, end: int) -
             f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}) "
             f"WHERE {snap} BETWEEN {start} AND {end}"
         )
-    for de in plan.deletions:
+    for de in del_rest:
         f = de.data_file
         proj, rowid = _file_parts(f, cols, mappings)
         values = ", ".join(f"({p}, {s})" for p, s in de.positions)
@@ -77,6 +92,62 @@ def changes_sql(lake: DuckLake, schema: str, table: str, start: int, end: int) -
         "ELSE (CASE kind WHEN 'i' THEN 'insert' ELSE 'delete' END) END AS change_type, "
         f"{names} FROM (\n{union}\n) changes"
     )
+
+
+def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insertions: Sequence[FileInsertions],
+                    deletions: Sequence[FileDeletions], start: int, end: int) -> list[str]:
+    """Branches reading the changed files through one manifest: inserted files (named with their begin snapshot, or
+    `sp` when their rows carry their own), files with deletions in range, and the deleted (file, position, snapshot)
+    as a Parquet file joined to them. One branch per kind and set of present default-bearing columns."""
+    cols = info.columns
+    defaults = manifest.default_columns(cols)
+    links: dict[str, list[tuple[str, str]]] = {}
+    present: dict[str, frozenset[int]] = {}
+
+    def add(kind: str, f: DataFile, name: str) -> None:
+        p = manifest.present_defaults(FileScanTask(f, (), None, None), defaults)
+        sub = kind + "_".join(str(c) for c in sorted(p))  # no glob characters: it is a Hadoop path
+        links.setdefault(sub, []).append((name, to_local(f.path)))
+        present[sub] = p
+
+    for ins in insertions:
+        f = ins.data_file
+        snap = "p" if ins.per_row_snapshots else str(f.begin_snapshot)
+        add("i", f, f"f{f.data_file_id}_r{f.row_id_start or 0}_s{snap}.parquet")
+    for de in deletions:
+        f = de.data_file
+        add("x", f, f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet")
+    if not links:
+        return []
+    rows = [(d.data_file.data_file_id, p, s) for d in deletions for p, s in d.positions]
+    tables = {"pos/deleted.parquet": manifest.positions_table(rows)} if rows else {}
+    directory = manifest.materialize(data_path, info.table_id, links, tables)
+    schema = manifest.data_schema(cols)
+    positions = manifest.spark_table(spark, os.path.join(directory, "pos"), manifest.DELETE_SCHEMA) if rows else None
+    snapcol = ident(SNAPSHOT_COLUMN)
+    out = []
+    for sub in sorted(links):
+        name = manifest.spark_table(spark, os.path.join(directory, sub), schema)
+        proj = []
+        for c in cols:
+            if c.initial_default is not None and not c.is_nested and c.column_id not in present[sub]:
+                proj.append(f"{scan.default_sql(c)} AS {ident(c.name)}")
+            else:
+                proj.append(f"x.{ident(c.name)}")
+        rowid = f"coalesce(x.{ident(ROW_ID_COLUMN)}, x.__ducklake_start + x.{POS})"
+        inner = (f"SELECT *, _metadata.row_index AS {POS}, {manifest.file_id_sql()} AS {manifest.FILE}, "
+                 f"CAST(regexp_extract(_metadata.file_name, '_r([0-9]+)[_.]', 1) AS BIGINT) AS __ducklake_start")
+        if sub.startswith("i"):
+            snap = (f"CASE WHEN endswith(_metadata.file_name, '_sp.parquet') THEN {snapcol} ELSE "
+                    "CAST(regexp_extract(_metadata.file_name, '_s([0-9]+)[.]parquet$', 1) AS BIGINT) END")
+            out.append(f"SELECT CAST(x.__ducklake_snap AS BIGINT) AS snapshot_id, CAST({rowid} AS BIGINT) AS rowid, "
+                       f"'i' AS kind, {', '.join(proj)} FROM ({inner}, {snap} AS __ducklake_snap FROM {name}) x "
+                       f"WHERE x.__ducklake_snap BETWEEN {start} AND {end}")
+        elif positions is not None:
+            out.append(f"SELECT CAST(d.{snapcol} AS BIGINT) AS snapshot_id, CAST({rowid} AS BIGINT) AS rowid, "
+                       f"'d' AS kind, {', '.join(proj)} FROM ({inner} FROM {name}) x JOIN {positions} d "
+                       f"ON d.__ducklake_data_file = x.{manifest.FILE} AND d.pos = x.{POS}")
+    return out
 
 
 def _file_parts(f: DataFile, cols: tuple[Column, ...], mappings: dict) -> tuple[tuple[str, ...], str]:

@@ -136,20 +136,39 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
             deletes.append((f"d{f.data_file_id}.parquet", to_local(d.path)))
         inlined += [(f.data_file_id, p) for p, begin in f.inlined_deletes if begin <= snapshot_id]
     order = sorted(groups, key=lambda p: sorted(p))
-    digest = hashlib.sha1(repr(([(sorted(p), sorted(groups[p])) for p in order], sorted(deletes),
-                                sorted(inlined))).encode()).hexdigest()[:24]
-    root = os.path.join(to_local(data_path), SPARK_MANIFESTS, f"t{table.table_id}")
-    directory = os.path.join(root, digest)
-    _materialize(directory, [groups[p] for p in order], deletes, inlined)
-    _cleanup(root, directory)
+    links = {f"g{i}": groups[p] for i, p in enumerate(order)}
+    tables = {}
+    if deletes or inlined:
+        links["del"] = deletes
+        if inlined:
+            tables["del/inlined.parquet"] = positions_table(inlined)
+    directory = materialize(data_path, table.table_id, links, tables)
     schema = data_schema(table.columns)
-    data = tuple((_spark_table(spark, os.path.join(directory, f"g{i}"), schema), p) for i, p in enumerate(order))
-    dels = _spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if deletes or inlined else None
+    data = tuple((spark_table(spark, os.path.join(directory, f"g{i}"), schema), p) for i, p in enumerate(order))
+    dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if deletes or inlined else None
     return Manifest(data, dels)
 
 
-def _materialize(directory: str, groups: list[list[tuple[str, str]]], deletes: list[tuple[str, str]],
-                 inlined: list[tuple[int, int]]) -> None:
+def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, str]]],
+                tables: dict[str, pa.Table] | None = None) -> str:
+    """The manifest directory holding these subdirectories of symlinks (name, target) and these small Parquet files
+    (relative path -> Arrow table): built once (named by a hash of everything in it), reused after."""
+    tables = tables or {}
+    h = hashlib.sha1()
+    for sub in sorted(links):
+        h.update(repr((sub, sorted(links[sub]))).encode())
+    for rel in sorted(tables):
+        h.update(rel.encode())
+        for col in tables[rel].columns:
+            h.update(repr(col.to_pylist()).encode())
+    root = os.path.join(to_local(data_path), SPARK_MANIFESTS, f"t{table_id}")
+    directory = os.path.join(root, h.hexdigest()[:24])
+    _materialize(directory, links, tables)
+    _cleanup(root, directory)
+    return directory
+
+
+def _materialize(directory: str, links: dict[str, list[tuple[str, str]]], tables: dict[str, pa.Table]) -> None:
     with _lock:
         _in_use.add(directory)
     if os.path.isdir(directory):
@@ -160,18 +179,13 @@ def _materialize(directory: str, groups: list[list[tuple[str, str]]], deletes: l
     os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".tmp-{uuid.uuid4().hex}")
     try:
-        for i, entries in enumerate(groups):
-            sub = os.path.join(tmp, f"g{i}")
-            os.makedirs(sub)
+        for sub, entries in links.items():
+            os.makedirs(os.path.join(tmp, sub))
             for name, target in entries:
-                os.symlink(target, os.path.join(sub, name))
-        if deletes or inlined:
-            sub = os.path.join(tmp, "del")
-            os.makedirs(sub)
-            for name, target in deletes:
-                os.symlink(target, os.path.join(sub, name))
-            if inlined:
-                _write_inlined_deletes(os.path.join(sub, "inlined.parquet"), inlined)
+                os.symlink(target, os.path.join(tmp, sub, name))
+        for rel, table in tables.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+            pq.write_table(table, os.path.join(tmp, rel))
         try:
             os.rename(tmp, directory)
         except OSError:
@@ -181,14 +195,16 @@ def _materialize(directory: str, groups: list[list[tuple[str, str]]], deletes: l
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _write_inlined_deletes(path: str, rows: list[tuple[int, int]]) -> None:
+def positions_table(rows: Sequence[tuple[int, ...]]) -> pa.Table:
+    """(data file id, position[, snapshot id]) rows as a Parquet-ready table read by DELETE_SCHEMA's field ids."""
     def field(name: str, fid: int) -> pa.Field:
         return pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
 
-    schema = pa.schema([field(_INLINED_FILE_COLUMN, _INLINED_FILE_FIELD_ID), field("pos", POS_FIELD_ID)])
-    table = pa.table([pa.array([f for f, _ in rows], pa.int64()), pa.array([p for _, p in rows], pa.int64())],
-                     schema=schema)
-    pq.write_table(table, path)
+    fields = [field(_INLINED_FILE_COLUMN, _INLINED_FILE_FIELD_ID), field("pos", POS_FIELD_ID),
+              field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID)]
+    width = len(rows[0]) if rows else 2
+    arrays = [pa.array([r[i] for r in rows], pa.int64()) for i in range(width)]
+    return pa.table(arrays, schema=pa.schema(fields[:width]))
 
 
 def _cleanup(root: str, keep: str) -> None:
@@ -214,7 +230,7 @@ def _cleanup(root: str, keep: str) -> None:
             continue
 
 
-def _spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
+def spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
     """A Spark catalog table (Parquet, this schema) over a manifest directory, named by both."""
     name = f"{DATABASE}.m{hashlib.sha1((path + schema.json()).encode()).hexdigest()[:24]}"
     with _lock:

@@ -90,7 +90,7 @@ class _Mapper:
         return (data[pos], None) if pos < len(data) else None
 
 
-def _default_sql(col: Column) -> str:
+def default_sql(col: Column) -> str:
     if col.initial_default is None or col.is_nested:
         return literal(None, col)
     return literal(parse_value(col.type, col.initial_default), col)
@@ -106,7 +106,7 @@ def _project(col: Column, phys: pa.Field, ref: str, m: _Mapper, key: int | None,
         for pos, child in enumerate(col.children):
             found = m.find(fields, child, key, pos, False)
             if found is None:
-                parts.append(f"{string_literal(child.name)}, {_default_sql(child)}")
+                parts.append(f"{string_literal(child.name)}, {default_sql(child)}")
                 same = False
                 continue
             pf, ckey = found
@@ -148,7 +148,7 @@ def _projection(columns: Sequence[Column], task: FileScanTask) -> tuple[str, ...
     for pos, col in enumerate(columns):
         found = m.find(list(m.schema), col, None, pos, True)
         if found is None:
-            out.append(f"{_default_sql(col)} AS {ident(col.name)}")
+            out.append(f"{default_sql(col)} AS {ident(col.name)}")
         else:
             pf, key = found
             out.append(f"{_project(col, pf, ident(pf.name), m, key, 0)} AS {ident(col.name)}")
@@ -218,7 +218,7 @@ def _manifest_sql(name: str, present: frozenset[int], deletes: str | None, table
     cols = []
     for c in table.columns:
         if c.initial_default is not None and not c.is_nested and c.column_id not in present:
-            cols.append(f"{_default_sql(c)} AS {ident(c.name)}")  # the file predates the column
+            cols.append(f"{default_sql(c)} AS {ident(c.name)}")  # the file predates the column
         else:
             cols.append(f"x.{ident(c.name)}")
     inner = f"SELECT *, {manifest.file_id_sql()} AS {FILE}, _metadata.row_index AS {POS}"
