@@ -95,12 +95,26 @@ def run(n_files: int, repeat: int) -> dict[str, Any]:
             except Exception as e:  # noqa: BLE001
                 out[f"{name}_view_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             out[f"{name}_parquet_s"], _ = timed(lambda q=q: spark.sql(q.format(t="raw_events")).collect(), repeat)
+        # as dbt models get them: the statement through the adapter's query path (count(*) from the catalog,
+        # files pruned by their statistics)
+        from dbt.adapters.ducklake.spark.read_pruning import pruned_reads
+
+        def via_adapter(q: str) -> list[Any]:
+            st = lake.snapshot()
+            with pruned_reads(spark, st, q) as pq_:
+                return spark.sql(pq_.sql).collect()
+
+        for name in ("count", "filter"):
+            q = queries[name].format(t="bench.events")
+            out[f"{name}_adapter_s"], got = timed(lambda q=q: via_adapter(q), repeat)
+            answers[f"{name}_adapter"] = sorted(tuple(r) for r in got)
         with reference.attached(catalog, read_only=True) as con:
             for name, q in queries.items():
                 out[f"{name}_duckdb_s"], theirs = timed(
                     lambda q=q: con.execute(q.format(t="lake.main.events")).fetchall(), repeat)
-                if name in answers:  # the view's answer must be DuckDB's (sums compared to 1e-9 relative)
-                    out[f"{name}_equal"] = _same(answers[name], sorted(tuple(r) for r in theirs))
+                for key in (name, f"{name}_adapter"):  # answers must be DuckDB's (sums compared to 1e-9 relative)
+                    if key in answers:
+                        out[f"{key}_equal"] = _same(answers[key], sorted(tuple(r) for r in theirs))
         lake.close()
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
     finally:
