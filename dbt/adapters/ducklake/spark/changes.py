@@ -120,7 +120,7 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
     if not links:
         return []
     rows = [(d.data_file.data_file_id, p, s) for d in deletions for p, s in d.positions]
-    tables = {"pos/deleted.parquet": manifest.positions_table(rows)} if rows else {}
+    tables = {"pos/deleted.parquet": (repr(rows), lambda: manifest.positions_table(rows))} if rows else {}
     directory = manifest.materialize(data_path, info.table_id, links, tables)
     schema = manifest.data_schema(cols)
     positions = manifest.spark_table(spark, os.path.join(directory, "pos"), manifest.DELETE_SCHEMA) if rows else None

@@ -6,8 +6,11 @@ and planning must not open every file on the driver. A directory of symlinks nam
 is read like the files themselves, and `_metadata.file_name` then gives each row's file id and row id without a
 literal per file. The explicit schema (the table's columns with their field ids) makes Spark's Parquet reader match
 columns by id (renamed columns), widen promoted types and read missing columns as NULL, with no footer read here.
-Deletes are data: the live delete files are symlinked as `d<data_file_id>` and anti-joined on (file, position),
-inlined deletes are a small Parquet file beside them.
+Deletes are data: the live delete files' positions (and inlined deletes) are gathered into ONE small Parquet file of
+(data file id, position, snapshot) in the manifest, anti-joined on (file, position). Gathering them costs a read of
+each delete file once (in parallel, and once per file and process; a new manifest takes the rows of delete files it
+shares with the newest earlier manifest of the table from that manifest's file); a query then reads one file
+instead of one per data file with deletes, which halves a scan of a lake where every file has deletes.
 
 A manifest's directory is named by a hash of its entries, built in a temporary directory and renamed, so processes
 share it and never see half of one. Directories of a table unused for KEEP_UNUSED_SECONDS are removed when a newer
@@ -24,10 +27,13 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -35,7 +41,7 @@ from pyspark.sql import types as T
 from ..lake.deletes import POS_FIELD_ID, ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID
 from ..lake.maintenance import SPARK_MANIFESTS
 from ..lake.paths import to_local
-from ..lake.records import Column, TableInfo
+from ..lake.records import Column, DeleteFile, TableInfo
 from ..lake.scan import FileScanTask
 from .sql_literals import ident
 from .types import FIELD_ID_KEY, spark_field
@@ -45,8 +51,10 @@ KEEP_UNUSED_SECONDS = 3600.0
 FILE = "__ducklake_file"  # the row's data file id
 POS = "__ducklake_pos"  # the row's position in its file
 RID = "__ducklake_rid"  # the row's row id
-_INLINED_FILE_FIELD_ID = 2147483100  # the data file id column of the inlined-deletes file (our own)
-_INLINED_FILE_COLUMN = "__ducklake_data_file"
+_DATA_FILE_FIELD_ID = 2147483100  # the data file id column of the gathered deletes (our own)
+_DATA_FILE_COLUMN = "__ducklake_data_file"
+_DELETE_FILE_COLUMN = "__ducklake_delete_file"  # which delete file a gathered position came from (-1: inlined)
+DELETES_FILE = "del/deletes.parquet"
 _NOT_READABLE = frozenset({"int128", "uint128"})  # stored as DOUBLE by DuckDB, DECIMAL by Spark: needs the footer
 
 _log = logging.getLogger(__name__)
@@ -103,7 +111,7 @@ def data_schema(columns: Sequence[Column]) -> T.StructType:
 DELETE_SCHEMA = T.StructType([
     T.StructField("pos", T.LongType(), True, {FIELD_ID_KEY: POS_FIELD_ID}),
     T.StructField(SNAPSHOT_COLUMN, T.LongType(), True, {FIELD_ID_KEY: SNAPSHOT_FIELD_ID}),
-    T.StructField(_INLINED_FILE_COLUMN, T.LongType(), True, {FIELD_ID_KEY: _INLINED_FILE_FIELD_ID}),
+    T.StructField(_DATA_FILE_COLUMN, T.LongType(), True, {FIELD_ID_KEY: _DATA_FILE_FIELD_ID}),
 ])
 
 
@@ -125,50 +133,194 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     """Build (or reuse) the manifest of these files at snapshot_id and the Spark tables over it."""
     defaults = default_columns(table.columns)
     groups: dict[frozenset[int], list[tuple[str, str]]] = {}
-    deletes: list[tuple[str, str]] = []
-    inlined: list[tuple[int, int]] = []
+    deletes: list[DeleteFile] = []
+    inlined: list[tuple[int, int, int]] = []
     for t in tasks:
         f = t.data_file
         groups.setdefault(present_defaults(t, defaults), []).append(
             (f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet", to_local(f.path)))
         d = f.delete_file
         if d is not None and d.begin_snapshot <= snapshot_id:
-            deletes.append((f"d{f.data_file_id}.parquet", to_local(d.path)))
-        inlined += [(f.data_file_id, p) for p, begin in f.inlined_deletes if begin <= snapshot_id]
+            deletes.append(d)
+        inlined += [(f.data_file_id, p, begin) for p, begin in f.inlined_deletes if begin <= snapshot_id]
     order = sorted(groups, key=lambda p: sorted(p))
     links = {f"g{i}": groups[p] for i, p in enumerate(order)}
-    tables = {}
+    root = _table_root(data_path, table.table_id)
+    tables: dict[str, tuple[str, Callable[[], pa.Table]]] = {}
     if deletes or inlined:
-        links["del"] = deletes
-        if inlined:
-            tables["del/inlined.parquet"] = positions_table(inlined)
+        key = repr((sorted((d.delete_file_id, d.path) for d in deletes), sorted(inlined)))
+        tables[DELETES_FILE] = (key, lambda: gather_deletes(root, deletes, inlined))
     directory = materialize(data_path, table.table_id, links, tables)
     schema = data_schema(table.columns)
     data = tuple((spark_table(spark, os.path.join(directory, f"g{i}"), schema), p) for i, p in enumerate(order))
-    dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if deletes or inlined else None
+    dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if tables else None
     return Manifest(data, dels)
 
 
+# Positions of delete files read by this process (files never change once written): path -> (pos, snapshot).
+_DELETE_CACHE_ROWS = 20_000_000
+_delete_cache: OrderedDict[str, tuple[pa.Array, pa.Array]] = OrderedDict()
+_delete_cache_rows = 0
+
+
+def gather_deletes(root: str, deletes: Sequence[DeleteFile], inlined: Sequence[tuple[int, int, int]]) -> pa.Table:
+    """One table of every deleted (data file id, position, snapshot) of these delete files and inlined deletes.
+
+    Positions come from this process's cache, then from the newest gathered file of an earlier manifest of the table
+    (delete files are immutable, so its rows for a delete file are that file's), and the rest from the delete files
+    themselves, read in parallel.
+    """
+    found: dict[int, tuple[pa.Array, pa.Array]] = {}
+    with _lock:
+        for d in deletes:
+            hit = _delete_cache.get(d.path)
+            if hit is not None:
+                _delete_cache.move_to_end(d.path)
+                found[d.delete_file_id] = hit
+    missing = [d for d in deletes if d.delete_file_id not in found]
+    if missing:
+        found.update(_from_earlier_manifest(root, {d.delete_file_id for d in missing}))
+        missing = [d for d in missing if d.delete_file_id not in found]
+    if missing:
+        with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+            for d, arrays in zip(missing, pool.map(_read_positions, missing), strict=True):
+                found[d.delete_file_id] = arrays
+    with _lock:
+        global _delete_cache_rows
+        for d in deletes:
+            if d.path not in _delete_cache:
+                _delete_cache[d.path] = found[d.delete_file_id]
+                _delete_cache_rows += len(found[d.delete_file_id][0])
+        while _delete_cache_rows > _DELETE_CACHE_ROWS and _delete_cache:
+            _, (pos, _snap) = _delete_cache.popitem(last=False)
+            _delete_cache_rows -= len(pos)
+    files, positions, snapshots, sources = [], [], [], []
+    for d in deletes:
+        pos, snap = found[d.delete_file_id]
+        files.append(pa.array([d.data_file_id] * len(pos), pa.int64()))
+        positions.append(pos)
+        snapshots.append(snap)
+        sources.append(pa.array([d.delete_file_id] * len(pos), pa.int64()))
+    if inlined:
+        files.append(pa.array([r[0] for r in inlined], pa.int64()))
+        positions.append(pa.array([r[1] for r in inlined], pa.int64()))
+        snapshots.append(pa.array([r[2] for r in inlined], pa.int64()))
+        sources.append(pa.array([-1] * len(inlined), pa.int64()))
+    columns = [pa.concat_arrays(c) if c else pa.array([], pa.int64()) for c in (files, positions, snapshots, sources)]
+    return pa.Table.from_arrays(columns, schema=_GATHERED_SCHEMA)
+
+
+def _id_field(name: str, fid: int) -> pa.Field:
+    return pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
+
+
+_GATHERED_SCHEMA = pa.schema([_id_field(_DATA_FILE_COLUMN, _DATA_FILE_FIELD_ID), _id_field("pos", POS_FIELD_ID),
+                              _id_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.field(_DELETE_FILE_COLUMN, pa.int64())])
+
+
+def _read_positions(d: DeleteFile) -> tuple[pa.Array, pa.Array]:
+    """A delete file's (positions, snapshots): read by position as the reference does (file_path, pos[, snapshot]);
+    a file without the snapshot column deleted everything at its begin snapshot."""
+    t = pq.ParquetFile(to_local(d.path)).read()
+    pos = t.column(1).combine_chunks().cast(pa.int64())
+    if t.num_columns >= 3:
+        snap = t.column(2).combine_chunks().cast(pa.int64())
+    else:
+        snap = pa.array([d.begin_snapshot] * len(pos), pa.int64())
+    return pos, snap
+
+
+def _from_earlier_manifest(root: str, wanted: set[int]) -> dict[int, tuple[pa.Array, pa.Array]]:
+    """The rows of the wanted delete files found in the newest gathered deletes of the table's earlier manifests."""
+    try:
+        candidates = [os.path.join(root, n, DELETES_FILE) for n in os.listdir(root) if not n.startswith(".")]
+    except OSError:
+        return {}
+    newest = None
+    for path in candidates:
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            continue
+        if newest is None or mtime > newest[0]:
+            newest = (mtime, path)
+    if newest is None:
+        return {}
+    try:
+        t = pq.read_table(newest[1], columns=[_DELETE_FILE_COLUMN, "pos", SNAPSHOT_COLUMN])
+    except Exception:  # noqa: BLE001 - a manifest being removed by another process's cleanup: read the files instead
+        return {}
+    t = t.filter(pc.is_in(t.column(_DELETE_FILE_COLUMN), pa.array(sorted(wanted), pa.int64())))
+    if not t.num_rows:
+        return {}
+    t = t.sort_by(_DELETE_FILE_COLUMN)
+    ids = t.column(_DELETE_FILE_COLUMN).to_numpy()
+    pos, snap = t.column("pos").combine_chunks(), t.column(SNAPSHOT_COLUMN).combine_chunks()
+    out: dict[int, tuple[pa.Array, pa.Array]] = {}
+    start = 0
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[start]:
+            out[int(ids[start])] = (pos.slice(start, i - start), snap.slice(start, i - start))
+            start = i
+    return out
+
+
+def _table_root(data_path: str, table_id: int) -> str:
+    return os.path.join(to_local(data_path), SPARK_MANIFESTS, f"t{table_id}")
+
+
 def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, str]]],
-                tables: dict[str, pa.Table] | None = None) -> str:
+                tables: dict[str, tuple[str, Callable[[], pa.Table]]] | None = None) -> str:
     """The manifest directory holding these subdirectories of symlinks (name, target) and these small Parquet files
-    (relative path -> Arrow table): built once (named by a hash of everything in it), reused after."""
+    (relative path -> (a key naming its content, its builder)): built once (named by a hash of everything in it,
+    the files' builders called only then), reused after.
+
+    A subdirectory's symlinks live in CHUNKS shared by every manifest of the table (chunk directories named by their
+    entries, one per range of CHUNK_FILES data file ids), and the subdirectory holds a symlink per chunk: a manifest
+    of a table that gained or lost a few files makes a few hundred links, not one per file (Spark lists them
+    recursively, following the chunk links)."""
     tables = tables or {}
-    h = hashlib.sha1()
+    root = _table_root(data_path, table_id)
+    chunked: dict[str, list[tuple[str, str]]] = {}
+    chunks: dict[str, list[tuple[str, str]]] = {}
     for sub in sorted(links):
-        h.update(repr((sub, sorted(links[sub]))).encode())
+        by_range: dict[int, list[tuple[str, str]]] = {}
+        for name, target in links[sub]:
+            by_range.setdefault(_chunk_of(name), []).append((name, target))
+        for k in sorted(by_range):
+            entries = sorted(by_range[k])
+            chunk = os.path.join(root, CHUNKS, hashlib.sha1(repr(entries).encode()).hexdigest()[:24])
+            chunks[chunk] = entries
+            chunked.setdefault(sub, []).append((f"c{k}", chunk))
+    h = hashlib.sha1()
+    for sub in sorted(chunked):
+        h.update(repr((sub, chunked[sub])).encode())
     for rel in sorted(tables):
-        h.update(rel.encode())
-        for col in tables[rel].columns:
-            h.update(repr(col.to_pylist()).encode())
-    root = os.path.join(to_local(data_path), SPARK_MANIFESTS, f"t{table_id}")
+        h.update(repr((rel, tables[rel][0])).encode())
     directory = os.path.join(root, h.hexdigest()[:24])
-    _materialize(directory, links, tables)
+    for chunk, entries in chunks.items():
+        _materialize(chunk, {"": entries}, {})
+    _materialize(directory, chunked, tables)
     _cleanup(root, directory)
+    _cleanup(os.path.join(root, CHUNKS), "")
     return directory
 
 
-def _materialize(directory: str, links: dict[str, list[tuple[str, str]]], tables: dict[str, pa.Table]) -> None:
+CHUNKS = "chunks"
+CHUNK_FILES = 256  # data file ids per chunk: a new manifest links about (files / 256 + 256 / 2) entries
+
+
+def _chunk_of(name: str) -> int:
+    """The chunk of an entry named f<data file id>_...: its id range."""
+    if name.startswith("f") and "_" in name:
+        with contextlib.suppress(ValueError):
+            return int(name[1:name.index("_")]) // CHUNK_FILES
+    return 0
+
+
+def _materialize(directory: str, links: dict[str, list[tuple[str, str]]],
+                 tables: dict[str, tuple[str, Callable[[], pa.Table]]]) -> None:
+    """Build directory (its subdirectories of symlinks, "" for itself, and its files) unless it exists."""
     with _lock:
         _in_use.add(directory)
     if os.path.isdir(directory):
@@ -179,13 +331,14 @@ def _materialize(directory: str, links: dict[str, list[tuple[str, str]]], tables
     os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".tmp-{uuid.uuid4().hex}")
     try:
+        os.makedirs(tmp)
         for sub, entries in links.items():
-            os.makedirs(os.path.join(tmp, sub))
+            os.makedirs(os.path.join(tmp, sub), exist_ok=True)
             for name, target in entries:
                 os.symlink(target, os.path.join(tmp, sub, name))
-        for rel, table in tables.items():
+        for rel, (_key, build) in tables.items():
             os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
-            pq.write_table(table, os.path.join(tmp, rel))
+            pq.write_table(build(), os.path.join(tmp, rel))
         try:
             os.rename(tmp, directory)
         except OSError:
@@ -195,20 +348,14 @@ def _materialize(directory: str, links: dict[str, list[tuple[str, str]]], tables
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def positions_table(rows: Sequence[tuple[int, ...]]) -> pa.Table:
-    """(data file id, position[, snapshot id]) rows as a Parquet-ready table read by DELETE_SCHEMA's field ids."""
-    def field(name: str, fid: int) -> pa.Field:
-        return pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
-
-    fields = [field(_INLINED_FILE_COLUMN, _INLINED_FILE_FIELD_ID), field("pos", POS_FIELD_ID),
-              field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID)]
-    width = len(rows[0]) if rows else 2
-    arrays = [pa.array([r[i] for r in rows], pa.int64()) for i in range(width)]
-    return pa.table(arrays, schema=pa.schema(fields[:width]))
+def positions_table(rows: Sequence[tuple[int, int, int]]) -> pa.Table:
+    """(data file id, position, snapshot id) rows as a Parquet-ready table read by DELETE_SCHEMA's field ids."""
+    arrays = [pa.array([r[i] for r in rows], pa.int64()) for i in range(3)]
+    return pa.table(arrays, schema=pa.schema(list(_GATHERED_SCHEMA)[:3]))
 
 
 def _cleanup(root: str, keep: str) -> None:
-    """Remove this table's manifests nobody used for KEEP_UNUSED_SECONDS (at most once a minute per table)."""
+    """Remove the manifests (or chunks) under root nobody used for KEEP_UNUSED_SECONDS (at most once a minute)."""
     now = time.time()
     with _lock:
         if now - _last_cleanup.get(root, 0.0) < 60:
@@ -221,7 +368,7 @@ def _cleanup(root: str, keep: str) -> None:
         return
     for name in entries:
         path = os.path.join(root, name)
-        if path == keep or path in in_use:
+        if path == keep or path in in_use or name == CHUNKS:
             continue
         try:
             if now - os.stat(path, follow_symlinks=False).st_mtime > KEEP_UNUSED_SECONDS:
@@ -239,7 +386,8 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
     try:
         if not spark.catalog.tableExists(name):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
-            spark.catalog.createTable(name, path=path, source="parquet", schema=schema)
+            # recursive: the manifest's subdirectories are links to chunk directories (see materialize)
+            spark.catalog.createTable(name, path=path, source="parquet", schema=schema, recursiveFileLookup="true")
     except Exception:  # noqa: BLE001 - another thread of this session created it first
         if not spark.catalog.tableExists(name):
             raise

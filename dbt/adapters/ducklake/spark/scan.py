@@ -229,10 +229,7 @@ def _manifest_sql(name: str, present: frozenset[int], deletes: str | None, table
     snap = ident(SNAPSHOT_COLUMN)
     sql = f"FROM ({inner} FROM {name}) x"
     if deletes is not None:
-        # the delete file's data file id from its name (d<id>.parquet), the inlined deletes' from their column
-        fid = ("CASE WHEN __ducklake_data_file IS NOT NULL THEN __ducklake_data_file "
-               "ELSE CAST(regexp_extract(_metadata.file_name, '^d([0-9]+)[.]', 1) AS BIGINT) END")
-        dels = (f"SELECT {fid} AS f, pos AS p FROM {deletes} WHERE {snap} IS NULL OR {snap} <= {snapshot_id}")
+        dels = f"SELECT __ducklake_data_file AS f, pos AS p FROM {deletes} WHERE {snap} <= {snapshot_id}"
         sql = f"/*+ BROADCAST({_DEL}) */ {', '.join(cols)} {sql} LEFT ANTI JOIN ({dels}) {_DEL} " \
               f"ON {_DEL}.f = x.{FILE} AND {_DEL}.p = x.{POS}"
     else:
