@@ -6,7 +6,7 @@ rows (one Parquet file each, inlining off), then a DELETE of about 1 % of the ro
 `count(*)`, a selective filter and a full-column aggregate through the view; the same queries by
 `spark.read.parquet` of the same live file list (no deletes applied: the floor); and DuckDB's times on the lake.
 
-Run: .venv/bin/python -m bench.many_files [--files 1000,10000] [--repeat 2] [--json out.json]
+Run: .venv/bin/python -m bench.many_files [--files 1000,10000] [--repeat 2] [--workdir DIR] [--json out.json]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.lake.maintenance import SPARK_MANIFESTS
 from dbt.adapters.ducklake.spark.scan import table_sql
 from dbt.adapters.ducklake.spark.session import build_session
 from tests.support import reference
@@ -61,14 +62,22 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
-def run(n_files: int, repeat: int) -> dict[str, Any]:
-    root = tempfile.mkdtemp(prefix=f"many-{n_files}-")
+def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]:
+    # with a workdir, lakes are kept there (lake<N>) and reused by later runs; their read manifests are removed first
+    # so that planning starts cold
+    root = os.path.join(workdir, f"lake{n_files}") if workdir else tempfile.mkdtemp(prefix=f"many-{n_files}-")
     try:
         t = time.perf_counter()
-        catalog = build_lake(root, n_files)
+        catalog = f"{root}/m.ducklake"
+        if not (workdir and os.path.exists(catalog)):
+            shutil.rmtree(root, ignore_errors=True)
+            os.makedirs(root)
+            catalog = build_lake(root, n_files)
+        shutil.rmtree(f"{root}/data/{SPARK_MANIFESTS}", ignore_errors=True)
         built = time.perf_counter() - t
         spark = build_session("local[2]", "many-files", {"spark.sql.shuffle.partitions": "4"})
         spark.sparkContext.setLogLevel("ERROR")
+        spark.sql("SELECT count(*) FROM range(10)").collect()  # the JVM's first query is not planning's cost
         lake = DuckLake.open(catalog)
         out: dict[str, Any] = {"files": n_files, "build_s": round(built, 1)}
 
@@ -108,7 +117,7 @@ def run(n_files: int, repeat: int) -> dict[str, Any]:
                 return spark.sql(pq_.sql).collect()
 
         for name in ("count", "filter"):
-            q = queries[name].format(t="bench.events")
+            q = queries[name].format(t="main.events")  # the lake table, as a model names it
             out[f"{name}_adapter_s"], got = timed(lambda q=q: via_adapter(q), repeat)
             answers[f"{name}_adapter"] = sorted(tuple(r) for r in got)
         with reference.attached(catalog, read_only=True) as con:
@@ -121,7 +130,8 @@ def run(n_files: int, repeat: int) -> dict[str, Any]:
         lake.close()
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not workdir:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
@@ -142,10 +152,11 @@ def main() -> None:
     ap.add_argument("--files", default="1000,10000")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--workdir", default=None, help="keep the built lakes here (lake<N>) and reuse them")
     args = ap.parse_args()
     results = []
     for n in (int(x) for x in args.files.split(",")):
-        r = run(n, args.repeat)
+        r = run(n, args.repeat, args.workdir)
         print(json.dumps(r), flush=True)
         results.append(r)
     if args.json:
