@@ -60,7 +60,7 @@ class Transaction:
 class Change:
     """A statement that changes a lake object."""
 
-    kind: str  # create_schema, drop_schema, ctas, create_table, create_view, drop_table, drop_view, insert,
+    kind: str  # create_schema, drop_schema, ctas, clone, create_table, create_view, drop_table, drop_view, insert,
     #            insert_overwrite, delete, update, merge, truncate, rename, add_columns, drop_column, alter_type,
     #            comment, set_nullable, noop
     schema: str | None = None
@@ -83,6 +83,7 @@ class Change:
     merge_alias_target: str = "t"
     merge_alias_source: str = "s"
     merge_clauses: tuple[MergeClause, ...] = ()
+    clone_of: tuple[str, str] | None = None  # CREATE TABLE t CLONE (schema, name)
     refs: frozenset[tuple[str, str]] = frozenset()
 
 
@@ -378,6 +379,13 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
                       if_exists=bool(tree.args.get("exists")), refs=refs)
     if kind != "TABLE":
         return None
+    clone = tree.args.get("clone")
+    if clone is not None:  # CREATE [OR REPLACE] TABLE t [SHALLOW] CLONE s.source (Delta's syntax; see apply)
+        source_schema, source = _target(clone.this)
+        if not source_schema or source is None:
+            raise RoutingError(f"CREATE TABLE {schema}.{name} CLONE needs a two-part source name (schema.table)")
+        return Change("clone", schema, name, replace=replace, if_exists=bool(tree.args.get("exists")),
+                      clone_of=(source_schema, source), refs=refs)
     columns_ddl = None
     not_null: tuple[str, ...] = ()
     if isinstance(tree.this, exp.Schema) and tree.this.expressions:
