@@ -31,10 +31,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .builder import CatalogBuilder
+from .datafiles import DataFileSpec
 from .deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
 from .errors import DuckLakeError
 from .inlined import read_inlined
-from .operations import Operation, bound_table
+from .operations import Operation, _name_mapping_rows, bound_table
 from .paths import data_file_name, delete_file_name, join_path, relative_to, to_local
 from .records import ColumnStats, DataFile, TableInfo
 from .scan import deleted_positions
@@ -197,12 +198,8 @@ def _relative(path: str, table_dir: str) -> tuple[str, bool]:
 def _insert_file(b: CatalogBuilder, info: TableInfo, table_dir: str, path: str, src: DataFile, pid: int | None,
                  mapping: tuple[tuple[str, int, int | None, bool], ...] | None) -> int:
     """The clone's data file row (row ids as the source's), its column stats and partition values; its id."""
-    from .operations import _name_mapping_rows
-
     mapping_id = None
     if mapping is not None:
-        from .datafiles import DataFileSpec
-
         mapping_rows: list[dict[str, Any]] = []
         name_rows: list[dict[str, Any]] = []
         spec = DataFileSpec(path, src.record_count, src.file_size_bytes, src.footer_size or 0, (), (),
