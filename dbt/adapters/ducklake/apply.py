@@ -39,8 +39,9 @@ def partition_fields(entries: tuple[str, ...] | list[str]) -> list[tuple[str, st
     return out
 
 
-def _columns(spark: SparkSession, ddl: str, not_null: tuple[str, ...] = ()) -> list[Column]:
-    return columns_from_spark(spark.createDataFrame([], ddl).schema, not_null)
+def _columns(spark: SparkSession, ddl: str, not_null: tuple[str, ...] = (),
+             types: tuple[tuple[str, str], ...] = ()) -> list[Column]:
+    return columns_from_spark(spark.createDataFrame([], ddl).schema, not_null, dict(types))
 
 
 def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
@@ -69,12 +70,12 @@ def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
         if c.replace and ci_lookup(tx.base.views, (schema, name)) is not None:
             tx.drop_view(schema, name)  # a model switching from view to table: one snapshot still
         work.create_table_as(schema, name, df, partition_by=partition_fields(c.partition_by) or None, replace=c.replace,
-                             comment=c.comment, not_null=c.not_null)
+                             comment=c.comment, not_null=c.not_null, types=dict(c.types))
         return -1
     if c.kind == "create_table":
         if c.if_exists and _exists(work, schema, name):
             return 0
-        work.create_table(schema, name, _columns(spark, c.columns_ddl or "", c.not_null),
+        work.create_table(schema, name, _columns(spark, c.columns_ddl or "", c.not_null, c.types),
                           partition_by=partition_fields(c.partition_by) or None, replace=c.replace, comment=c.comment)
         return -1
     if c.kind == "create_view":

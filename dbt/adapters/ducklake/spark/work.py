@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -51,9 +51,10 @@ class LakeWork:
     # data ------------------------------------------------------------------------------------------------------
     def create_table_as(self, schema: str, table: str, df: DataFrame, *,
                         partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
-                        comment: str | None = None, not_null: Sequence[str] = ()) -> None:
+                        comment: str | None = None, not_null: Sequence[str] = (),
+                        types: Mapping[str, str] | None = None) -> None:
         files, table_dir = stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by,
-                                                 replace=replace, comment=comment, not_null=not_null)
+                                                 replace=replace, comment=comment, not_null=not_null, types=types)
         self._written.append((files, table_dir))
         self._touch(schema, table)
 
