@@ -3,8 +3,8 @@
 Two projects, each with its own lake and a model of the same name (`main.m`), run as real `dbt` processes: the first
 command starts the lake's server, later ones reuse it, the other lake gets its own server (Spark's session catalog is
 shared by all sessions of a server, so two lakes must not share one), an unused server stops after its idle time, a
-table dropped by DuckDB between two commands is not read from the warm server's stale view, `dbt debug` reports the
-server, and a killed server is replaced by the next command.
+table dropped by DuckDB between two commands is not read from the warm server's stale view (time-travel views still
+resolve), `dbt debug` reports the server, and a killed server is replaced by the next command.
 """
 
 from __future__ import annotations
@@ -93,6 +93,11 @@ def test_warm_server_life_cycle_with_two_lakes(tmp_path: Path, servers: str) -> 
     wait_for("B's server to stop", lambda: server_of(servers, lake_b)[1] is None, 90)
     assert not local_server._alive(info_b["pid"])
     assert server_of(servers, lake_a)[1] == info_a
+
+    # time travel registers `main.m__at_<n>`, a Spark view that is no lake object: the warm server keeps it usable
+    travel = dbt(a, servers, "show", "--inline", "select who || '-then' as w from {{ ducklake_at(ref('m'), "
+                 "changes_back=0) }}", log_dir=tmp_path / "log_tt")
+    assert travel.returncode == 0 and "A-then" in travel.stdout, travel.stdout[-3000:]
 
     # a table dropped by another writer is gone for the next command, not read from the server's old view of it
     with reference.attached(str(lake_a / "metadata.ducklake")) as con:

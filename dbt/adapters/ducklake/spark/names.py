@@ -18,7 +18,7 @@ from sqlglot.errors import ParseError
 
 from ..lake.lake import DuckLake
 from ..lake.state import LakeState, ci_lookup
-from .scan import create_view, table_sql
+from .scan import create_view, is_time_travel_name, table_sql
 from .session import is_classic
 from .sql_literals import ident
 
@@ -127,10 +127,11 @@ class LakeNames:
         else:
             if key in self._registered:
                 self.forget(schema, name)
-            elif (not is_classic(self.spark) and schema.lower() != GLOBAL_TEMP
+            elif (not is_classic(self.spark) and schema.lower() != GLOBAL_TEMP and not is_time_travel_name(name)
                   and self._absent.get(key) != st.snapshot_id):
                 # a Connect server outlives this process: its view of an object the lake no longer has (dropped by
-                # an earlier process or by DuckDB) would show stale rows; dropped once per snapshot
+                # an earlier process or by DuckDB) would show stale rows; dropped once per snapshot (time-travel
+                # views are not lake objects, and never stale)
                 self.spark.sql(f"DROP VIEW IF EXISTS {ident(schema)}.{ident(name)}")
                 self._absent[key] = st.snapshot_id
             return

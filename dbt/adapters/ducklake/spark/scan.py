@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -477,6 +478,11 @@ def register_lake(spark: SparkSession, state: LakeState) -> list[str]:
 def time_travel_name(table: TableInfo, snapshot_id: int) -> str:
     """The view name a table gets for one snapshot: <table>__at_<snapshot>."""
     return f"{table.name}__at_{snapshot_id}"
+
+
+def is_time_travel_name(name: str) -> bool:
+    """A name `time_travel_name` makes (a lake table's view at one snapshot, never stale: a snapshot is immutable)."""
+    return re.search(r"__at_\d+$", name) is not None
 
 
 def register_at(spark: SparkSession, state: LakeState, table: TableInfo) -> str:
