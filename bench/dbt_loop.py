@@ -1,14 +1,22 @@
 """The dbt loop (issue 18): seed + run + test of a generated project, our adapter beside dbt-duckdb.
 
 The project has `--seeds` seeds, `--models` models cycling through table, view, incremental (merge) and ephemeral,
-and `--tests` data tests (not_null / unique / accepted_values spread over the models). Each adapter runs
-`dbt seed`, `dbt run`, `dbt test` as separate processes ("cold": a new JVM per invocation for ours), in the same
-run, so load on the shared machine hits both sides alike. `--master sc://host:port` runs ours against a Spark
-Connect server already up ("warm"). Per node times come from each phase's run_results.json.
+and `--tests` data tests (not_null / unique / accepted_values spread over the models). Each variant runs
+`dbt seed`, `dbt run`, `dbt test` as separate processes, in the same run, so load on the shared machine hits all
+alike:
 
-    .venv/bin/python -m bench.dbt_loop                        # 50 seeds, 52 models, 104 tests
-    .venv/bin/python -m bench.dbt_loop --seeds 3 --models 4 --tests 4   # a quick smoke run
-    .venv/bin/python -m bench.dbt_loop --only ducklake --master sc://localhost:15002
+- `ducklake` ("cold"): `--master` (default local[2]), a new JVM per invocation;
+- `ducklake-warm`: `master: local-server[N]` (N from `--master`), the warm local server of the adapter: one untimed
+  `dbt debug` starts it first (its time is reported as `server_start_s`), then the three phases reuse it; stopped at
+  the end (its directory is under the work directory, not ~/.cache);
+- `duckdb`: dbt-duckdb (installed by hand: `.venv/bin/pip install -c constraints.txt dbt-duckdb==1.11.1`).
+
+Per node times come from each phase's run_results.json.
+
+    .venv/bin/python -m bench.dbt_loop                        # 50 seeds, 52 models, 104 tests; all three variants
+    .venv/bin/python -m bench.dbt_loop --seeds 3 --models 8 --tests 8   # a quick smoke run
+    .venv/bin/python -m bench.dbt_loop --only ducklake-warm
+    .venv/bin/python -m bench.dbt_loop --only ducklake --master sc://localhost:15002   # a Connect server already up
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any
 
 KINDS = ["table", "view", "incremental", "ephemeral"]
 PHASES = ["seed", "run", "test"]
+VARIANTS = ["ducklake", "ducklake-warm", "duckdb"]
 
 
 def write_project(root: Path, adapter: str, seeds: int, models: int, tests: int, master: str) -> None:
@@ -78,14 +87,16 @@ def write_project(root: Path, adapter: str, seeds: int, models: int, tests: int,
     (root / "models" / "schema.yml").write_text("\n".join(lines) + "\n")
 
 
-def run_phase(root: Path, phase: str) -> dict[str, Any]:
+def run_phase(root: Path, phase: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """One dbt invocation in a fresh process; wall time and per-node times from run_results.json."""
     t0 = time.perf_counter()
     proc = subprocess.run([str(Path(sys.executable).parent / "dbt"), phase, "--project-dir", str(root),
-                           "--profiles-dir", str(root), "--quiet"], capture_output=True, text=True)
+                           "--profiles-dir", str(root), "--quiet"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"dbt {phase} failed in {root}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    if phase == "debug":
+        return {"wall_s": wall, "nodes": {}}
     results = json.loads((root / "target" / "run_results.json").read_text())["results"]
     nodes = {r["unique_id"]: r["execution_time"] for r in results}
     return {"wall_s": wall, "nodes": nodes}
@@ -96,34 +107,60 @@ def median_of(nodes: dict[str, float], prefix: str, names: set[str] | None = Non
     return statistics.median(xs) if xs else None
 
 
+def warm_master(master: str) -> str:
+    """local-server[N] with the cores of a local[N] master (local[*] -> local-server)."""
+    if master.startswith("local[") and master.endswith("]"):
+        return f"local-server{master[len('local'):]}"
+    raise SystemExit(f"--master {master!r}: the warm variant runs a local server; give local[N] or local[*]")
+
+
+def run_variant(variant: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Write the project and run its phases (for the warm variant: after starting the server, stopped at the end)."""
+    adapter = "duckdb" if variant == "duckdb" else "ducklake"
+    master = warm_master(args.master) if variant == "ducklake-warm" else args.master
+    write_project(root, adapter, args.seeds, args.models, args.tests, master)
+    env, out = None, {}
+    servers = root / "servers"
+    if variant == "ducklake-warm":
+        env = {**os.environ, "DBT_DUCKLAKE_SERVER_DIR": str(servers)}
+        out["server_start_s"] = round(run_phase(root, "debug", env)["wall_s"], 2)
+    try:
+        phases = {p: run_phase(root, p, env) for p in PHASES}
+    finally:
+        if variant == "ducklake-warm":
+            from dbt.adapters.ducklake.spark.local_server import stop_all
+
+            stop_all(str(servers))
+    tables = {f"model_{m}" for m in range(args.models) if KINDS[m % 4] == "table"}
+    return {
+        **out,
+        "phases_s": {p: round(v["wall_s"], 2) for p, v in phases.items()},
+        "total_s": round(sum(v["wall_s"] for v in phases.values()), 2),
+        "median_test_node_s": median_of(phases["test"]["nodes"], "test."),
+        "median_table_model_s": median_of(phases["run"]["nodes"], "model.", tables),
+        "median_seed_s": median_of(phases["seed"]["nodes"], "seed."),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--models", type=int, default=52)
     ap.add_argument("--tests", type=int, default=104)
-    ap.add_argument("--only", choices=["ducklake", "duckdb"])
+    ap.add_argument("--only", action="append", choices=VARIANTS, help="a variant to run (repeatable; default all)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dbt_loop-", dir=args.workdir))
-    adapters = [a for a in ("ducklake", "duckdb") if args.only in (None, a)]
-    tables = {f"model_{m}" for m in range(args.models) if KINDS[m % 4] == "table"}
+    variants = [v for v in VARIANTS if not args.only or v in args.only]
     report: dict[str, Any] = {"load_start": os.getloadavg(), "params": vars(args), "adapters": {}}
-    for adapter in adapters:
-        root = work / adapter
-        write_project(root, adapter, args.seeds, args.models, args.tests, args.master)
-        phases = {p: run_phase(root, p) for p in PHASES}
-        report["adapters"][adapter] = {
-            "phases_s": {p: round(v["wall_s"], 2) for p, v in phases.items()},
-            "total_s": round(sum(v["wall_s"] for v in phases.values()), 2),
-            "median_test_node_s": median_of(phases["test"]["nodes"], "test."),
-            "median_table_model_s": median_of(phases["run"]["nodes"], "model.", tables),
-            "median_seed_s": median_of(phases["seed"]["nodes"], "seed."),
-        }
+    for variant in variants:
+        report["adapters"][variant] = run_variant(variant, work / variant, args)
     a = report["adapters"]
-    if len(a) == 2:
-        report["ratio_total"] = round(a["ducklake"]["total_s"] / a["duckdb"]["total_s"], 2)
+    for variant in ("ducklake", "ducklake-warm"):
+        if variant in a and "duckdb" in a:
+            report[f"ratio_total_{variant}"] = round(a[variant]["total_s"] / a["duckdb"]["total_s"], 2)
     report["load_end"] = os.getloadavg()
     print(json.dumps(report, indent=2))
     if args.json:

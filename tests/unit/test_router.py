@@ -43,3 +43,17 @@ def test_show_statements_are_answered_from_the_lake() -> None:
     m = pattern_matcher("stg_*|Orders")
     assert m is not None and [n for n in ("stg_a", "orders", "xstg_a", "orders2") if m.fullmatch(n)] == [
         "stg_a", "orders"]
+
+
+def test_clone_statements_name_their_source() -> None:
+    import pytest
+
+    from dbt.adapters.ducklake.router import Change, RoutingError
+
+    clone = route("create or replace table `ci`.`orders` clone `prod`.`orders`")
+    assert isinstance(clone, Change)
+    assert (clone.kind, clone.schema, clone.name, clone.replace, clone.clone_of) == (
+        "clone", "ci", "orders", True, ("prod", "orders"))
+    assert route("create table ci.o shallow clone prod.o").clone_of == ("prod", "o")
+    with pytest.raises(RoutingError, match="two-part source name"):
+        route("create table ci.o clone o")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import sqlglot
+from dbt.adapters.events.logging import AdapterLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot.errors import ParseError
@@ -18,6 +19,10 @@ from .spark.names import SPARK_SQL_TAG
 from .spark.types import columns_from_spark, from_spark
 from .spark.work import LakeWork
 
+logger = AdapterLogger("DuckLake")
+CLONE_KINDS = {"hard_link": "hard links of its data files (metadata only, no data copied)",
+               "file_copy": "a copy of its data files (hard links are impossible there)",
+               "spark_copy": "a copy of its rows written by Spark (its files are not on a local file system)"}
 _TRANSFORM = re.compile(r"^\s*(year|month|day|hour|bucket)\s*\(\s*(?:(\d+)\s*,\s*)?`?([^`()]+?)`?\s*\)\s*$", re.I)
 
 
@@ -39,8 +44,9 @@ def partition_fields(entries: tuple[str, ...] | list[str]) -> list[tuple[str, st
     return out
 
 
-def _columns(spark: SparkSession, ddl: str, not_null: tuple[str, ...] = ()) -> list[Column]:
-    return columns_from_spark(spark.createDataFrame([], ddl).schema, not_null)
+def _columns(spark: SparkSession, ddl: str, not_null: tuple[str, ...] = (),
+             types: tuple[tuple[str, str], ...] = ()) -> list[Column]:
+    return columns_from_spark(spark.createDataFrame([], ddl).schema, not_null, dict(types))
 
 
 def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
@@ -69,12 +75,19 @@ def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
         if c.replace and ci_lookup(tx.base.views, (schema, name)) is not None:
             tx.drop_view(schema, name)  # a model switching from view to table: one snapshot still
         work.create_table_as(schema, name, df, partition_by=partition_fields(c.partition_by) or None, replace=c.replace,
-                             comment=c.comment, not_null=c.not_null)
+                             comment=c.comment, not_null=c.not_null, types=dict(c.types))
+        return -1
+    if c.kind == "clone":
+        if c.if_exists and _exists(work, schema, name):
+            return 0
+        source_schema, source = c.clone_of or ("", "")
+        kind = work.clone_table(source_schema, source, schema, name, replace=c.replace)
+        logger.info(f"clone of {source_schema}.{source} as {schema}.{name}: {CLONE_KINDS[kind]}")
         return -1
     if c.kind == "create_table":
         if c.if_exists and _exists(work, schema, name):
             return 0
-        work.create_table(schema, name, _columns(spark, c.columns_ddl or "", c.not_null),
+        work.create_table(schema, name, _columns(spark, c.columns_ddl or "", c.not_null, c.types),
                           partition_by=partition_fields(c.partition_by) or None, replace=c.replace, comment=c.comment)
         return -1
     if c.kind == "create_view":

@@ -19,6 +19,8 @@ from sqlalchemy.engine import make_url
 from .lake.catalog_url import CatalogLocation, parse_catalog
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
+# a warm Spark Connect server on this machine that successive dbt commands share: local-server, local-server[N]
+LOCAL_SERVER = re.compile(r"local-server(?:\[(\*|\d+)\])?")
 
 
 @dataclass
@@ -27,8 +29,12 @@ class DuckLakeCredentials(Credentials):
     catalog: str = "metadata.ducklake"
     # where Parquet files go: a local folder or any shared file system Spark and the driver both reach
     data_path: str = "data/"
-    # Spark: local[*] (embedded, the default), local[N], spark://host:7077 (standalone), sc://host:15002 (Connect)
+    # Spark: local[*] (embedded, the default), local[N], spark://host:7077 (standalone), sc://host:15002 (Connect),
+    # local-server / local-server[N] (a Spark Connect server on this machine that the adapter starts, and successive
+    # dbt commands share, until it is unused for server_idle_timeout; needs the `connect` extra)
     master: str = "local[*]"
+    # seconds without any dbt command using the local server after which it stops (master: local-server)
+    server_idle_timeout: float = 1800.0
     # extra Spark settings, e.g. {"spark.driver.memory": "4g"}
     spark_config: dict[str, str] = field(default_factory=dict)
     # the author of the snapshots dbt commits (default: the operating system user)
@@ -69,6 +75,12 @@ class DuckLakeCredentials(Credentials):
             raise DbtRuntimeError(
                 f"ducklake profile: `master` {self.master!r} is not a Spark master this adapter can use; "
                 "expected local[*] / local[N], spark://host:port or sc://host:port")
+        if self.master.startswith("local-") and not LOCAL_SERVER.fullmatch(self.master):
+            raise DbtRuntimeError(f"ducklake profile: `master` {self.master!r} is not valid; expected local-server "
+                                  "or local-server[N] (N cores, or *)")
+        if not self.server_idle_timeout > 0:
+            raise DbtRuntimeError(f"ducklake profile: `server_idle_timeout` must be a number of seconds above 0, "
+                                  f"not {self.server_idle_timeout!r}")
         if not isinstance(self.spark_config, dict):
             raise DbtRuntimeError("ducklake profile: `spark_config` must be a mapping of Spark settings to values")
 
@@ -81,12 +93,32 @@ class DuckLakeCredentials(Credentials):
         return self.catalog_display
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return ("catalog", "data_path", "schema", "master", "spark_config", "author")
+        keys = ("catalog", "data_path", "schema", "master", "spark_config", "author")
+        return (*keys, "server_idle_timeout") if self.server_master else keys
+
+    @property
+    def server_master(self) -> str | None:
+        """The Spark master the local server runs (local[*], local[N]) for `master: local-server`, else None."""
+        found = LOCAL_SERVER.fullmatch(self.master)
+        return None if found is None else f"local[{found.group(1) or '*'}]"
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
-        """What `dbt debug` shows: the catalog with any password masked."""
+        """What `dbt debug` shows: the catalog with any password masked; the local server's state (if used)."""
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, (self.catalog_display if key in ("catalog", "catalog_url") else value)
+        if self.server_master:
+            yield "spark_server", self.server_status()
+
+    def server_status(self) -> str:
+        """The local server of this profile, as `dbt debug` shows it before connecting (starts nothing)."""
+        from .runtime import server_dir
+        from .spark import local_server
+
+        directory = server_dir(self)
+        info = local_server.status(directory)
+        if info is None:
+            return f"not running (the first command starts it); its log: {directory}/server.log"
+        return f"running at sc://localhost:{info['port']} (pid {info['pid']}); its log: {info['log']}"
 
     def catalog_location(self) -> CatalogLocation:
         """Where the catalog is, with the profile's `password` (if any) in its URL."""

@@ -245,6 +245,8 @@ class DuckLakeAdapter(SparkAdapter):
             rt.spark.sql("select 1").collect()
         except Exception as e:  # noqa: BLE001
             raise DbtRuntimeError(f"Spark ({h.creds.master}) does not run queries: {e}") from e
+        if rt.server is not None:
+            logger.info(f"Spark: {rt.server.describe()}")
         path = h.creds.data_path
         if "://" not in path and not _can_write_in(_existing_ancestor(path)):
             raise DbtRuntimeError(f"the data path {path!r} does not work: it is not a writable folder, and none can be "

@@ -60,7 +60,7 @@ class Transaction:
 class Change:
     """A statement that changes a lake object."""
 
-    kind: str  # create_schema, drop_schema, ctas, create_table, create_view, drop_table, drop_view, insert,
+    kind: str  # create_schema, drop_schema, ctas, clone, create_table, create_view, drop_table, drop_view, insert,
     #            insert_overwrite, delete, update, merge, truncate, rename, add_columns, drop_column, alter_type,
     #            comment, set_nullable, noop
     schema: str | None = None
@@ -77,12 +77,14 @@ class Change:
     column_names: tuple[str, ...] = ()  # INSERT INTO t (a, b)
     not_null: tuple[str, ...] = ()  # columns declared NOT NULL in CREATE TABLE (...)
     partition_by: tuple[str, ...] = ()
+    types: tuple[tuple[str, str], ...] = ()  # (column path, DuckLake type) from TBLPROPERTIES ('ducklake.types'=...)
     condition: str | None = None
     assignments: dict[str, str] = field(default_factory=dict)
     merge_source: str | None = None  # a table name or a (subquery) text
     merge_alias_target: str = "t"
     merge_alias_source: str = "s"
     merge_clauses: tuple[MergeClause, ...] = ()
+    clone_of: tuple[str, str] | None = None  # CREATE TABLE t CLONE (schema, name)
     refs: frozenset[tuple[str, str]] = frozenset()
 
 
@@ -281,10 +283,29 @@ def _name_end(sql: str, name: str) -> int:
     return 0
 
 
-def _properties(tree: exp.Create) -> tuple[tuple[str, ...], str | None, bool]:
+TYPES_PROPERTY = "ducklake.types"  # 'col=uuid,col2.element=time': DuckLake types of a new table's columns
+
+
+def _types(text: str) -> tuple[tuple[str, str], ...]:
+    """The (column path, type) pairs of a TYPES_PROPERTY value.
+
+    Raises:
+        RoutingError: an entry is not path=type.
+    """
+    out = []
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        path, sep, type_ = item.rpartition("=")
+        if not sep or not path.strip() or not type_.strip():
+            raise RoutingError(f"{TYPES_PROPERTY}: expected column=type entries separated by commas, got {item!r}")
+        out.append((path.strip(), type_.strip()))
+    return tuple(out)
+
+
+def _properties(tree: exp.Create) -> tuple[tuple[str, ...], str | None, bool, tuple[tuple[str, str], ...]]:
     parts: tuple[str, ...] = ()
     comment = None
     temporary = False
+    types: tuple[tuple[str, str], ...] = ()
     props = tree.args.get("properties")
     for p in props.expressions if props else []:
         if isinstance(p, exp.PartitionedByProperty):
@@ -295,7 +316,10 @@ def _properties(tree: exp.Create) -> tuple[tuple[str, ...], str | None, bool]:
             comment = p.this.name if isinstance(p.this, exp.Literal) else _spark(p.this)
         elif isinstance(p, exp.TemporaryProperty):
             temporary = True
-    return parts, comment, temporary
+        elif type(p) is exp.Property and p.name.lower() == TYPES_PROPERTY:
+            value = p.args.get("value")
+            types = _types(value.name if isinstance(value, exp.Literal) else str(value))
+    return parts, comment, temporary, types
 
 
 def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) -> Change | None:
@@ -367,7 +391,7 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
     kind = (tree.args.get("kind") or "").upper()
     if kind in ("SCHEMA", "DATABASE"):
         return Change("create_schema", name=_schema_name(tree.this), if_exists=bool(tree.args.get("exists")))
-    partition, comment, temporary = _properties(tree)
+    partition, comment, temporary, types = _properties(tree)
     schema, name = _target(tree.this)
     if temporary or not schema or name is None:
         return None
@@ -378,6 +402,13 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
                       if_exists=bool(tree.args.get("exists")), refs=refs)
     if kind != "TABLE":
         return None
+    clone = tree.args.get("clone")
+    if clone is not None:  # CREATE [OR REPLACE] TABLE t [SHALLOW] CLONE s.source (Delta's syntax; see apply)
+        source_schema, source = _target(clone.this)
+        if not source_schema or source is None:
+            raise RoutingError(f"CREATE TABLE {schema}.{name} CLONE needs a two-part source name (schema.table)")
+        return Change("clone", schema, name, replace=replace, if_exists=bool(tree.args.get("exists")),
+                      clone_of=(source_schema, source), refs=refs)
     columns_ddl = None
     not_null: tuple[str, ...] = ()
     if isinstance(tree.this, exp.Schema) and tree.this.expressions:
@@ -390,11 +421,12 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
     if tree.expression is not None:
         query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,))
         return Change("ctas", schema, name, query=query, replace=replace, comment=comment, partition_by=partition,
-                      columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")), refs=refs)
+                      columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")), refs=refs,
+                      types=types)
     if columns_ddl is None:
         raise RoutingError(f"CREATE TABLE {schema}.{name} needs columns or AS SELECT")
     return Change("create_table", schema, name, replace=replace, comment=comment, partition_by=partition,
-                  columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")))
+                  columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")), types=types)
 
 
 def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Change:

@@ -7,7 +7,9 @@ profile's catalog, data path and Spark settings; created on the first connection
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -21,6 +23,8 @@ from .change_feed import Cursors
 from .credentials import DuckLakeCredentials
 from .lake.lake import DuckLake
 from .lake.paths import to_local
+from .spark import local_server
+from .spark.local_server import LocalServer
 from .spark.names import LakeNames
 from .spark.session import build_session, connect_session
 
@@ -31,6 +35,7 @@ class Runtime:
     lake: DuckLake  # None only in `dbt debug` on a catalog that holds no lake yet (it creates nothing)
     names: LakeNames
     cursors: Cursors = field(default_factory=Cursors)  # change-feed cursors waiting for their model's commit
+    server: LocalServer | None = None  # the warm local server this process uses (`master: local-server`)
 
 
 _LOCK = threading.Lock()
@@ -81,8 +86,8 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             with _component(f"the catalog {creds.catalog_display!r}", creds):
                 lake = _open_lake(creds)
             with _component(f"Spark (master {creds.master!r})", creds):
-                spark = _spark(creds)
-            rt = Runtime(spark, lake, LakeNames(spark, lake))  # type: ignore[arg-type]
+                spark, server = _spark(creds)
+            rt = Runtime(spark, lake, LakeNames(spark, lake), server=server)  # type: ignore[arg-type]
             _RUNTIMES[key] = rt
         return rt
 
@@ -153,12 +158,58 @@ def spark_log_file() -> str:
     return os.path.abspath(os.path.join(str(log_path or "logs"), "spark.log"))
 
 
-def _spark(creds: DuckLakeCredentials) -> SparkSession:
+def spark_conf(creds: DuckLakeCredentials) -> dict[str, str]:
+    """The Spark settings of a profile: the adapter's defaults, then the profile's `spark_config`."""
     # ANSI off as dbt-spark sets it: its macros (and users' Spark SQL) expect Spark's classic casts
-    conf = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
+    return {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
             "spark.sql.shuffle.partitions": "8", **creds.spark_config}
+
+
+def server_dir(creds: DuckLakeCredentials) -> str:
+    """The directory of the warm local server for this profile (`master: local-server`)."""
+    return local_server.server_dir(_server_scope(creds), creds.server_master, spark_conf(creds))
+
+
+def _server_scope(creds: DuckLakeCredentials) -> str:
+    # one server per lake: Spark's session catalog, where lake tables get their names, is shared by all its sessions
+    return json.dumps({"catalog": creds.catalog, "data_path": creds.data_path, "password": creds.password})
+
+
+def _attach_server(creds: DuckLakeCredentials) -> LocalServer:
+    from dbt.adapters.events.logging import AdapterLogger
+
+    server = local_server.attach(_server_scope(creds), f"the lake {creds.catalog_display} ({creds.data_path})",
+                                 creds.server_master, spark_conf(creds), idle_timeout=creds.server_idle_timeout)
+    log = AdapterLogger("DuckLake")
+    # a new daemon is worth a line on the terminal (`dbt debug` shows the server in any case)
+    (log.info if server.fresh and _command() != "debug" else log.debug)(f"Spark: {server.describe()}")
+    return server
+
+
+def _spark(creds: DuckLakeCredentials) -> tuple[SparkSession, LocalServer | None]:
+    conf = spark_conf(creds)
     if creds.master.startswith("sc://"):
-        return connect_session(creds.master, conf)
+        return connect_session(creds.master, conf), None
+    if creds.server_master is not None:
+        server = _attach_server(creds)
+        try:
+            spark = connect_session(server.url, conf)
+        except ValueError:  # the profile's settings, not the server
+            raise
+        except Exception:  # noqa: BLE001 - it died since it was checked: replaced once, then errors are the user's
+            local_server.stop(server.directory)
+            server = _attach_server(creds)
+            spark = connect_session(server.url, conf)
+        atexit.register(_leave_server, spark, server.directory)
+        return spark, server
     spark = build_session(creds.master, "dbt-ducklake", conf, log_file=spark_log_file())
     spark.sparkContext.setLogLevel("FATAL")  # dbt reports failed statements itself; Spark would log each one twice
-    return spark
+    return spark, None
+
+
+def _leave_server(spark: SparkSession, directory: str) -> None:
+    """At exit: free this process's session on the server (its temp views, its settings), then the lease, from when
+    the server's idle time counts."""
+    with contextlib.suppress(Exception):  # a server already gone has nothing to free
+        spark.stop()
+    local_server.release(directory)

@@ -45,7 +45,57 @@ def cast_to(arr: pa.Array, target: pa.DataType) -> pa.Array:
             return pa.ExtensionArray.from_storage(target, arr)
     if target == pa.month_day_nano_interval() and pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width == 12:
         return _parquet_interval(arr)
+    if _has_uuid(target) and not _has_uuid(arr.type):
+        # nested UUIDs given as text (DuckDB's Arrow export): converted in Python (inlined rows are few), then cast
+        # from the storage type, which Arrow does for nested extension types
+        values = [_uuid_bytes(v, target) for v in arr.to_pylist()]
+        return pa.array(values, _storage(target)).cast(target)
     return arr.cast(target)
+
+
+def _is_uuid(t: pa.DataType) -> bool:
+    return isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid"
+
+
+def _children(t: pa.DataType) -> list[pa.Field]:
+    if pa.types.is_map(t):
+        return [t.key_field, t.item_field]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [t.value_field]
+    if pa.types.is_struct(t):
+        return [t.field(i) for i in range(t.num_fields)]
+    return []
+
+
+def _has_uuid(t: pa.DataType) -> bool:
+    return _is_uuid(t) or any(_has_uuid(f.type) for f in _children(t))
+
+
+def _storage(t: pa.DataType) -> pa.DataType:
+    if _is_uuid(t):
+        return pa.binary(16)
+    if pa.types.is_map(t):
+        return pa.map_(_storage(t.key_type), _storage(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_storage(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_storage(f.type)) for f in _children(t)])
+    return t
+
+
+def _uuid_bytes(v: object, t: pa.DataType) -> object:
+    if v is None:
+        return None
+    if _is_uuid(t):
+        return v.bytes if isinstance(v, uuid.UUID) else uuid.UUID(v).bytes if isinstance(v, str) else v
+    if pa.types.is_map(t):
+        pairs = v.items() if isinstance(v, dict) else v
+        return [(_uuid_bytes(k, t.key_type), _uuid_bytes(x, t.item_type)) for k, x in pairs]  # type: ignore[union-attr]
+    if pa.types.is_list(t):
+        return [_uuid_bytes(x, t.value_type) for x in v]  # type: ignore[attr-defined]
+    if pa.types.is_struct(t):
+        return {f.name: _uuid_bytes(v.get(f.name), f.type) for f in _children(t)}  # type: ignore[attr-defined]
+    return v
 
 
 def _parquet_interval(arr: pa.Array) -> pa.Array:

@@ -231,12 +231,14 @@ class CatalogBuilder:
 
     # tables --------------------------------------------------------------------------------------------------
     def create_table(
-        self, schema: str, name: str, columns: Sequence[Column], partition: Sequence[tuple[str, str]] | None
+        self, schema: str, name: str, columns: Sequence[Column], partition: Sequence[tuple[str, str]] | None,
+        keep_column_ids: bool = False,
     ) -> TableInfo:
         s = self.schema(schema)
         self.check_free(s.name, name)
         tid = self.catalog_id()
-        cols = assign_column_ids(columns, 1)
+        # a clone keeps its source's column ids: its files carry them as field ids
+        cols = tuple(columns) if keep_column_ids else assign_column_ids(columns, 1)
         info = TableInfo(tid, str(uuid7()), s.schema_id, s.name, name, name + "/", True, self.snapshot_id, cols)
         self.add(
             "INSERT INTO {p}ducklake_table VALUES (:id, :u, :sid, NULL, :schema, :n, :path, :rel)",
@@ -455,6 +457,20 @@ class CatalogBuilder:
                 {"t": info.table_id, "c": column_id, "sid": self.snapshot_id, "k": key, "v": value},
             )
         self.altered(info.table_id, schema_row=False)
+
+    # files ---------------------------------------------------------------------------------------------------
+    def file_details(self, file_id: int, table_id: int, stats: Sequence[ColumnStats],
+                     partition_values: Sequence[str | None]) -> None:
+        """The ducklake_file_column_stats and ducklake_file_partition_value rows of one data file."""
+        rows = [{"fid": file_id, "tid": table_id, "cid": st.column_id, "size": st.column_size_bytes,
+                 "vc": st.value_count, "nc": st.null_count, "mn": st.min_value, "mx": st.max_value,
+                 "nan": self.db.dialect.bool_param(st.contains_nan)} for st in stats]
+        if rows:
+            self.add("INSERT INTO {p}ducklake_file_column_stats VALUES (:fid, :tid, :cid, :size, :vc, :nc, :mn, :mx, "
+                     ":nan, NULL)", rows)
+        if partition_values:
+            self.add("INSERT INTO {p}ducklake_file_partition_value VALUES (:fid, :tid, :k, :v)",
+                     [{"fid": file_id, "tid": table_id, "k": k, "v": v} for k, v in enumerate(partition_values)])
 
     # stats ---------------------------------------------------------------------------------------------------
     def stats_delta(self, table_id: int) -> StatsDelta:

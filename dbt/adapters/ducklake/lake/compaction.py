@@ -96,15 +96,7 @@ def _insert_data_file(b: CatalogBuilder, info: TableInfo, spec: DataFileSpec, be
           {"fid": fid, "tid": info.table_id, "b": begin, "path": rel if rel is not None else spec.path,
            "rel": b.db.dialect.bool_param(rel is not None), "rc": spec.record_count, "size": spec.file_size_bytes,
            "footer": spec.footer_size, "rid": row_id_start, "pid": partition_id, "pmax": partial_max})
-    stats = [{"fid": fid, "tid": info.table_id, "cid": st.column_id, "size": st.column_size_bytes,
-              "vc": st.value_count, "nc": st.null_count, "mn": st.min_value, "mx": st.max_value,
-              "nan": b.db.dialect.bool_param(st.contains_nan)} for st in spec.stats]
-    if stats:
-        b.add("INSERT INTO {p}ducklake_file_column_stats VALUES (:fid, :tid, :cid, :size, :vc, :nc, :mn, :mx, :nan, "
-              "NULL)", stats)
-    if spec.partition_values:
-        b.add("INSERT INTO {p}ducklake_file_partition_value VALUES (:fid, :tid, :k, :v)",
-              [{"fid": fid, "tid": info.table_id, "k": k, "v": v} for k, v in enumerate(spec.partition_values)])
+    b.file_details(fid, info.table_id, spec.stats, spec.partition_values)
     return fid
 
 

@@ -7,6 +7,7 @@ text is turned back into values with DuckDB's own casts (duckdb is already a dep
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -136,7 +137,8 @@ def _to_arrow(values: Any, src: Column, target: pa.DataType) -> pa.Array:
     if src.type == "boolean" and all(v is None or isinstance(v, bool | int) for v in values):
         return cast_to(pa.array([None if v is None else bool(v) for v in values], pa.bool_()), target)
     # DuckDB's text form (SQLite/PostgreSQL catalogs): let DuckDB parse its own format
-    texts = pa.array([None if v is None else str(v) for v in values], pa.string())
+    texts = pa.array([None if v is None else _unwrap_casts(str(v)) if src.is_nested else str(v) for v in values],
+                     pa.string())
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -149,6 +151,15 @@ def _to_arrow(values: Any, src: Column, target: pa.DataType) -> pa.Array:
 
 
 
+
+
+# DuckDB writes a nested value's non-native leaves as casts ({'t': CAST('01:02:03' AS TIME)}), which its VARCHAR ->
+# STRUCT/LIST/MAP cast does not parse; the quoted text alone casts to the leaf's type
+_LEAF_CAST = re.compile(r"CAST\(('(?:[^']|'')*') AS [A-Za-z_ ]+(?:\(\d+(?:,\s*\d+)?\))?\)")
+
+
+def _unwrap_casts(text: str) -> str:
+    return _LEAF_CAST.sub(r"\1", text)
 
 
 def _arrow(result: Any) -> pa.Table:

@@ -96,6 +96,7 @@ class CreateTable(Operation):
     partition: tuple[tuple[str, str], ...] | None = None
     comment: str | None = None
     replace: bool = False
+    keep_column_ids: bool = False  # the columns carry their ids already (a clone)
 
     def apply(self, b: CatalogBuilder) -> None:
         if self.replace:
@@ -105,7 +106,7 @@ class CreateTable(Operation):
             view = b.views.get((self.schema, self.name))
             if view is not None:
                 b.drop_view(view)
-        info = b.create_table(self.schema, self.name, self.columns, self.partition)
+        info = b.create_table(self.schema, self.name, self.columns, self.partition, self.keep_column_ids)
         if self.comment is not None:
             b.set_tag(info.table_id, "comment", self.comment, is_view=False)
 

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from . import commit_outcome
 from . import operations as ops
 from .builder import CatalogBuilder
+from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
 from .errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
@@ -145,7 +146,7 @@ class Transaction:
             op = self._ops[i]
             if op.bound_table_id is not None or getattr(op, "schema", "").lower() != schema:
                 continue
-            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.DropColumn | ops.AlterColumn)
+            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.DropColumn | ops.AlterColumn | CloneData)
             target = getattr(op, "table" if on_columns else "name", None)
             if not isinstance(target, str) or target.lower() != current.lower():
                 continue
@@ -236,8 +237,10 @@ class Transaction:
         partition_by: Sequence[tuple[str, str]] | None = None,
         comment: str | None = None,
         replace: bool = False,
+        keep_column_ids: bool = False,
     ) -> TableInfo:
-        """CREATE [OR REPLACE] TABLE with DuckLake columns (ids are assigned here); returns the staged table."""
+        """CREATE [OR REPLACE] TABLE with DuckLake columns (ids are assigned here, unless keep_column_ids: a clone's
+        columns carry their source's ids); returns the staged table."""
         from .types import parse_type
 
         for col in columns:
@@ -246,7 +249,7 @@ class Transaction:
         if replace and not self._closed:
             self._unstage_created(schema, name, view=False)  # replacing a table of this transaction: unstage it
         self._stage(ops.CreateTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
-                                    comment, replace))
+                                    comment, replace, keep_column_ids))
         return self.table(schema, name)
 
     def drop_table(self, schema: str, name: str, *, if_exists: bool = False) -> None:
@@ -331,6 +334,44 @@ class Transaction:
     def delete_inlined_rows(self, schema: str, table: str, row_ids: Iterable[int]) -> None:
         """Delete rows stored in the table's inlined-data tables, by row id."""
         self._stage(ops.DeleteInlinedRows(schema, table, tuple(int(r) for r in row_ids)))
+
+    def clone_table(self, source_schema: str, source_name: str, schema: str, name: str, *,
+                    snapshot: int | None = None, replace: bool = False, link: bool = True) -> str:
+        """CREATE [OR REPLACE] TABLE schema.name as a clone of another table of this lake at a snapshot (default:
+        this transaction's base): same columns (and column ids), partitioning, comments, tags, row ids and rows.
+        The data files are hard links of the source's (see lake/clone.py), or copies of their bytes where links are
+        impossible or link=False. Returns the kind used: 'hard_link' or 'file_copy'.
+
+        Raises:
+            CloneUnsupportedError: the source's files are not on a local file system.
+            NoSuchTableError: no such source table at the snapshot.
+            ValueError: the source was changed earlier in this transaction (clone it after the commit).
+        """
+        if self._touches(source_schema, source_name):
+            raise ValueError(f"{source_schema}.{source_name} was changed earlier in this transaction: clone it after "
+                             "the commit")
+        state = self.base if snapshot is None else self.lake.snapshot(snapshot)
+        source = state.table(source_schema, source_name)
+        op = plan_clone(self.lake, state, source, schema, name)
+        partition = None
+        if source.partition is not None:
+            partition = [(source.column_by_id(f.column_id).name, f.transform) for f in source.partition.fields]
+        created = self.create_table(schema, name, source.columns, partition_by=partition, replace=replace,
+                                    keep_column_ids=True)
+        files = [f.source.path for f in op.files]
+        if not link or (files and not probe_links(files[0], self.table_path(created))):
+            op.mode = FILE_COPY
+        self._stage(op)
+        return op.mode
+
+    def _touches(self, schema: str, name: str) -> bool:
+        """Whether an operation staged so far creates or changes the table schema.name."""
+        for op in self._ops:
+            target = getattr(op, "table", None) or getattr(op, "name", None)
+            if (isinstance(target, str) and target.lower() == name.lower()
+                    and getattr(op, "schema", "").lower() == schema.lower()):
+                return True
+        return False
 
     # commit -------------------------------------------------------------------------------------------------------
     def commit(self) -> Snapshot | None:

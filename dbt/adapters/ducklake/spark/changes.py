@@ -22,6 +22,7 @@ from ..lake.scan import FileScanTask
 from . import manifest, scan
 from .scan import POS, _physical_schema, _projection, file_uri
 from .sql_literals import ident, literal
+from .type_readings import Encoding
 
 
 def table_changes(spark: SparkSession, lake: DuckLake, schema: str, table: str, start: int | dt.datetime,
@@ -37,7 +38,7 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
     the SQL does not grow with the number of files that changed; the deleted positions are a Parquet file of it."""
     plan = plan_changes(lake, schema, table, start, end)
     cols = plan.table.columns
-    use = scan.USE_MANIFESTS and manifest.readable(plan.table)
+    use = scan.USE_MANIFESTS
     defaults = manifest.default_columns(cols)
 
     def linked(f: DataFile) -> bool:
@@ -102,13 +103,19 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
     cols = info.columns
     defaults = manifest.default_columns(cols)
     links: dict[str, list[tuple[str, str]]] = {}
-    present: dict[str, frozenset[int]] = {}
+    present: dict[str, tuple[frozenset[int], Encoding]] = {}
+    encoding_of = scan.encoding_of(info)
+    encodings: list[Encoding] = []
 
     def add(kind: str, f: DataFile, name: str) -> None:
-        p = manifest.present_defaults(FileScanTask(f, (), None, None), defaults)
-        sub = kind + "_".join(str(c) for c in sorted(p))  # no glob characters: it is a Hadoop path
+        task = FileScanTask(f, (), None, None)
+        p, e = manifest.present_defaults(task, defaults), encoding_of(task)
+        if e not in encodings:
+            encodings.append(e)
+        # no glob characters: it is a Hadoop path
+        sub = kind + "_".join(str(c) for c in sorted(p)) + f"e{encodings.index(e)}"
         links.setdefault(sub, []).append((name, to_local(f.path)))
-        present[sub] = p
+        present[sub] = (p, e)
 
     for ins in insertions:
         f = ins.data_file
@@ -122,18 +129,18 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
     rows = [(d.data_file.data_file_id, p, s) for d in deletions for p, s in d.positions]
     tables = {"pos/deleted.parquet": (repr(rows), lambda: manifest.positions_table(rows))} if rows else {}
     directory = manifest.materialize(data_path, info.table_id, links, tables)
-    schema = manifest.data_schema(cols)
     positions = manifest.spark_table(spark, os.path.join(directory, "pos"), manifest.DELETE_SCHEMA) if rows else None
     snapcol = ident(SNAPSHOT_COLUMN)
     out = []
     for sub in sorted(links):
-        name = manifest.spark_table(spark, os.path.join(directory, sub), schema)
-        proj = []
-        for c in cols:
-            if c.initial_default is not None and not c.is_nested and c.column_id not in present[sub]:
-                proj.append(f"{scan.default_sql(c)} AS {ident(c.name)}")
-            else:
-                proj.append(f"x.{ident(c.name)}")
+        p, e = present[sub]
+        failing = manifest.unreadable_sql(info, e, ["CAST(NULL AS BIGINT) AS snapshot_id",
+                                                     "CAST(NULL AS BIGINT) AS rowid", "'i' AS kind"])
+        if failing is not None:
+            out.append(failing)
+            continue
+        name = manifest.spark_table(spark, os.path.join(directory, sub), manifest.data_schema(cols, e))
+        proj = manifest.columns_sql(info, p, e)
         rowid = f"coalesce(x.{ident(ROW_ID_COLUMN)}, x.__ducklake_start + x.{POS})"
         inner = (f"SELECT *, _metadata.row_index AS {POS}, {manifest.file_id_sql()} AS {manifest.FILE}, "
                  f"CAST(regexp_extract(_metadata.file_name, '_r([0-9]+)[_.]', 1) AS BIGINT) AS __ducklake_start")

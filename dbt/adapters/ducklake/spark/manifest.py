@@ -44,6 +44,7 @@ from ..lake.paths import to_local
 from ..lake.records import Column, DeleteFile, TableInfo
 from ..lake.scan import FileScanTask
 from .sql_literals import ident
+from .type_readings import Encoding, project, reading_type, unopenable, unopenable_message
 from .types import FIELD_ID_KEY, spark_field
 
 DATABASE = "_ducklake_manifests"
@@ -55,18 +56,12 @@ _DATA_FILE_FIELD_ID = 2147483100  # the data file id column of the gathered dele
 _DATA_FILE_COLUMN = "__ducklake_data_file"
 _DELETE_FILE_COLUMN = "__ducklake_delete_file"  # which delete file a gathered position came from (-1: inlined)
 DELETES_FILE = "del/deletes.parquet"
-_NOT_READABLE = frozenset({"int128", "uint128"})  # stored as DOUBLE by DuckDB, DECIMAL by Spark: needs the footer
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _created: set[str] = set()  # Spark tables this process made (a session catalog lives as long as the process)
 _in_use: set[str] = set()  # manifest directories this process reads: never removed by its own cleanup
 _last_cleanup: dict[str, float] = {}
-
-
-def readable(table: TableInfo) -> bool:
-    """Whether the table's columns read right through an explicit schema alone (no footer needed)."""
-    return not any(c.type in _NOT_READABLE for top in table.columns for c in top.walk())
 
 
 def linkable(task: FileScanTask, defaults: Sequence[Column]) -> bool:
@@ -84,7 +79,8 @@ def linkable(task: FileScanTask, defaults: Sequence[Column]) -> bool:
 class Manifest:
     """Spark tables over one table's live files at a snapshot: one per set of present default-bearing columns."""
 
-    data: tuple[tuple[str, frozenset[int]], ...]  # (qualified Spark table, ids of default columns its files have)
+    # (qualified Spark table, ids of default columns its files have, how they store the type_readings.VARYING leaves)
+    data: tuple[tuple[str, frozenset[int], Encoding], ...]
     deletes: str | None  # qualified Spark table of (file, pos, snapshot) of deleted rows, or None
 
 
@@ -99,10 +95,15 @@ def _nullable(dt: T.DataType) -> T.DataType:
     return dt
 
 
-def data_schema(columns: Sequence[Column]) -> T.StructType:
-    """The Spark schema a manifest of data files is read with: the columns by field id, then the internal row id and
-    snapshot columns (present in files DuckDB rewrote)."""
-    fields = [spark_field(c) for c in columns]
+def data_schema(columns: Sequence[Column], encoding: Encoding = ()) -> T.StructType:
+    """The Spark schema a manifest of data files is read with: the columns by field id as their Parquet values are
+    read (type_readings.reading_type), then the internal row id and snapshot columns (present in files DuckDB
+    rewrote)."""
+    enc = dict(encoding)
+    fields = []
+    for c in columns:
+        f = spark_field(c)
+        fields.append(T.StructField(f.name, reading_type(c, enc, f.dataType), True, f.metadata))
     fields += [T.StructField(ROW_ID_COLUMN, T.LongType(), True, {FIELD_ID_KEY: ROW_ID_FIELD_ID}),
                T.StructField(SNAPSHOT_COLUMN, T.LongType(), True, {FIELD_ID_KEY: SNAPSHOT_FIELD_ID})]
     return _nullable(T.StructType(fields))  # type: ignore[return-value]
@@ -128,22 +129,51 @@ def present_defaults(task: FileScanTask, defaults: Sequence[Column]) -> frozense
     return frozenset(c.column_id for c in defaults if c.column_id in have)
 
 
+def columns_sql(table: TableInfo, present: frozenset[int], encoding: Encoding, ref: str = "x") -> list[str]:
+    """The table's columns from a manifest table aliased ref: each column's Spark value (type_readings.project), or
+    its initial default where the files predate it."""
+    from .scan import default_sql  # scan imports this module
+
+    enc = dict(encoding)
+    out = []
+    for c in table.columns:
+        if c.initial_default is not None and not c.is_nested and c.column_id not in present:
+            out.append(f"{default_sql(c)} AS {ident(c.name)}")  # the file predates the column
+        else:
+            out.append(f"{project(c, f'{ref}.{ident(c.name)}', enc)} AS {ident(c.name)}")
+    return out
+
+
+def unreadable_sql(table: TableInfo, encoding: Encoding, extra: Sequence[str] = ()) -> str | None:
+    """A SELECT (extra columns, then the table's) that fails naming the column, when files of this encoding hold one
+    Spark cannot open them with (type_readings.UNOPENABLE); None otherwise."""
+    from .sql_literals import literal, string_literal
+
+    col = unopenable(encoding, table.columns)
+    if col is None:
+        return None
+    msg = string_literal(unopenable_message(f"{table.schema_name}.{table.name}", col))
+    nulls = [*extra, *(f"{literal(None, c)} AS {ident(c.name)}" for c in table.columns)]
+    return f"SELECT {', '.join(nulls)} FROM range(1) WHERE raise_error({msg}) IS NULL"
+
+
 def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequence[FileScanTask],
-            snapshot_id: int) -> Manifest:
-    """Build (or reuse) the manifest of these files at snapshot_id and the Spark tables over it."""
+            snapshot_id: int, encoding_of: Callable[[FileScanTask], Encoding] = lambda t: ()) -> Manifest:
+    """Build (or reuse) the manifest of these files at snapshot_id and the Spark tables over it; files are grouped
+    by the default-bearing columns they hold and by encoding_of (their footers' encoding of VARYING columns)."""
     defaults = default_columns(table.columns)
-    groups: dict[frozenset[int], list[tuple[str, str]]] = {}
+    groups: dict[tuple[frozenset[int], Encoding], list[tuple[str, str]]] = {}
     deletes: list[DeleteFile] = []
     inlined: list[tuple[int, int, int]] = []
     for t in tasks:
         f = t.data_file
-        groups.setdefault(present_defaults(t, defaults), []).append(
+        groups.setdefault((present_defaults(t, defaults), encoding_of(t)), []).append(
             (f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet", to_local(f.path)))
         d = f.delete_file
         if d is not None and d.begin_snapshot <= snapshot_id:
             deletes.append(d)
         inlined += [(f.data_file_id, p, begin) for p, begin in f.inlined_deletes if begin <= snapshot_id]
-    order = sorted(groups, key=lambda p: sorted(p))
+    order = sorted(groups, key=lambda p: (sorted(p[0]), p[1]))
     links = {f"g{i}": groups[p] for i, p in enumerate(order)}
     root = _table_root(data_path, table.table_id)
     tables: dict[str, tuple[str, Callable[[], pa.Table]]] = {}
@@ -151,8 +181,8 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
         key = repr((sorted((d.delete_file_id, d.path) for d in deletes), sorted(inlined)))
         tables[DELETES_FILE] = (key, lambda: gather_deletes(root, deletes, inlined))
     directory = materialize(data_path, table.table_id, links, tables)
-    schema = data_schema(table.columns)
-    data = tuple((spark_table(spark, os.path.join(directory, f"g{i}"), schema), p) for i, p in enumerate(order))
+    data = tuple((spark_table(spark, os.path.join(directory, f"g{i}"), data_schema(table.columns, e)), p, e)
+                 for i, (p, e) in enumerate(order))
     dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if tables else None
     return Manifest(data, dels)
 

@@ -18,10 +18,11 @@ from sqlglot.errors import ParseError
 
 from ..lake.lake import DuckLake
 from ..lake.state import LakeState, ci_lookup
-from .scan import create_view, table_sql
+from .scan import create_view, is_time_travel_name, table_sql
 from .session import is_classic
 from .sql_literals import ident
 
+GLOBAL_TEMP = "global_temp"  # Spark's database of global temp views: never a lake schema
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
 
 
@@ -50,6 +51,7 @@ class LakeNames:
         self._lock = threading.RLock()
         self._state: LakeState | None = None
         self._registered: dict[tuple[str, str], str] = {}  # (schema, name) lower -> SQL of the Spark view
+        self._absent: dict[tuple[str, str], int] = {}  # Connect: not a lake object, server's view dropped at snapshot
 
     def state(self) -> LakeState:
         """The lake at its latest snapshot (re-read only when a new snapshot exists). A snapshot is known by its id
@@ -125,9 +127,17 @@ class LakeNames:
         else:
             if key in self._registered:
                 self.forget(schema, name)
+            elif (not is_classic(self.spark) and schema.lower() != GLOBAL_TEMP and not is_time_travel_name(name)
+                  and self._absent.get(key) != st.snapshot_id):
+                # a Connect server outlives this process: its view of an object the lake no longer has (dropped by
+                # an earlier process or by DuckDB) would show stale rows; dropped once per snapshot (time-travel
+                # views are not lake objects, and never stale)
+                self.spark.sql(f"DROP VIEW IF EXISTS {ident(schema)}.{ident(name)}")
+                self._absent[key] = st.snapshot_id
             return
         if self._registered.get(key) == sql:
             return
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(schema)}")
         create_view(self.spark, f"{ident(schema)}.{ident(name)}", sql, f"{schema}.{name}", st.snapshot_id)
         self._registered[key] = sql
+        self._absent.pop(key, None)

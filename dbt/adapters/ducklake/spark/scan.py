@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -32,7 +33,7 @@ from ..lake.types import parse_value
 from . import manifest
 from .manifest import FILE, RID
 from .sql_literals import ident, literal, string_literal
-from .type_readings import wide_integer_from_double_sql
+from .type_readings import VARYING, Encoding, encoding_kind, file_encoding, project, varying
 from .types import spark_schema, to_spark
 
 _FID = b"PARQUET:field_id"
@@ -136,9 +137,17 @@ def _project(col: Column, phys: pa.Field, ref: str, m: _Mapper, key: int | None,
         if kexpr != f"CAST({kv} AS {to_spark(kcol).simpleString()})":
             out = f"transform_keys({out}, ({kv}, {vv}) -> {kexpr})"
         return f"CAST({out} AS {target})"
-    if col.type in ("int128", "uint128") and pa.types.is_float64(t):
-        return wide_integer_from_double_sql(ref, col.name, col.type)
+    if col.type in _READ_BY_PROJECTION:
+        enc = {col.column_id: encoding_kind(col.type, t)} if col.type in VARYING else {}
+        if col.type in ("time", "timetz", "time_ns") and pa.types.is_timestamp(t):  # as this adapter writes them
+            ref = f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ref})"
+        out = project(col, ref, enc)
+        if out != ref:
+            return out
     return f"CAST({ref} AS {target})"
+
+
+_READ_BY_PROJECTION = VARYING | {"uuid", "time", "timetz", "time_ns", "interval"}
 
 
 def _projection(columns: Sequence[Column], task: FileScanTask) -> tuple[str, ...]:
@@ -184,7 +193,7 @@ def plan_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: Scan
 def _split(table: TableInfo, plan: ScanPlan) -> tuple[list[FileScanTask], list[FileScanTask]]:
     """The plan's files read through a manifest, and those read by the footer-based path (with their positions)."""
     s = plan.snapshot_id
-    if USE_MANIFESTS and manifest.readable(table):
+    if USE_MANIFESTS:
         defaults = manifest.default_columns(table.columns)
         linked = [t for t in plan.files if manifest.linkable(t, defaults)]
         rest = [t for t in plan.files if not manifest.linkable(t, defaults)]
@@ -202,10 +211,10 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
     linked, rest = _split(table, plan)
     out = []
     if linked:
-        m = manifest.prepare(spark, state.data_path, table, linked, plan.snapshot_id)
+        m = manifest.prepare(spark, state.data_path, table, linked, plan.snapshot_id, encoding_of(table))
         partial = any(t.max_snapshot is not None for t in linked)
-        out += [_manifest_sql(name, present, m.deletes, table, plan.snapshot_id, partial, locators)
-                for name, present in m.data]
+        out += [_manifest_sql(name, present, enc, m.deletes, table, plan.snapshot_id, partial, locators)
+                for name, present, enc in m.data]
     if rest:
         legacy = ScanPlan(plan.table, plan.snapshot_id, tuple(rest))
         out += [group_sql(g, plan.snapshot_id, locators=locators)
@@ -213,14 +222,20 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
     return out
 
 
-def _manifest_sql(name: str, present: frozenset[int], deletes: str | None, table: TableInfo, snapshot_id: int,
-                  partial: bool, locators: bool) -> str:
-    cols = []
-    for c in table.columns:
-        if c.initial_default is not None and not c.is_nested and c.column_id not in present:
-            cols.append(f"{default_sql(c)} AS {ident(c.name)}")  # the file predates the column
-        else:
-            cols.append(f"x.{ident(c.name)}")
+def encoding_of(table: TableInfo) -> Callable[[FileScanTask], Encoding]:
+    """How a file of the table stores its VARYING columns (from its footer; () when the table has none)."""
+    if not varying(table.columns):
+        return lambda t: ()
+    return lambda t: file_encoding(_physical_schema(t.data_file.path, t.data_file.file_size_bytes), table.columns)
+
+
+def _manifest_sql(name: str, present: frozenset[int], encoding: Encoding, deletes: str | None, table: TableInfo,
+                  snapshot_id: int, partial: bool, locators: bool) -> str:
+    failing = manifest.unreadable_sql(table, encoding, [f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS]
+                                      if locators else ())
+    if failing is not None:
+        return failing
+    cols = manifest.columns_sql(table, present, encoding)
     inner = f"SELECT *, {manifest.file_id_sql()} AS {FILE}, _metadata.row_index AS {POS}"
     if locators:
         inner += f", {manifest.row_id_start_sql()} AS __ducklake_start"
@@ -474,6 +489,11 @@ def register_lake(spark: SparkSession, state: LakeState) -> list[str]:
 def time_travel_name(table: TableInfo, snapshot_id: int) -> str:
     """The view name a table gets for one snapshot: <table>__at_<snapshot>."""
     return f"{table.name}__at_{snapshot_id}"
+
+
+def is_time_travel_name(name: str) -> bool:
+    """A name `time_travel_name` makes (a lake table's view at one snapshot, never stale: a snapshot is immutable)."""
+    return re.search(r"__at_\d+$", name) is not None
 
 
 def register_at(spark: SparkSession, state: LakeState, table: TableInfo) -> str:

@@ -25,8 +25,20 @@ def string_literal(text: str) -> str:
 
 def literal(value: Any, col: Column) -> str:
     """A Spark SQL expression of the column's Spark type holding value (NULL typed)."""
+    from .type_values import spark_value  # types of a value are the column's Spark types (type_values)
+
     spark_type = to_spark(col)
-    return _literal(value, spark_type)
+    try:
+        return _literal(spark_value(col, value), spark_type)
+    except _TooWide:
+        # a HUGEINT beyond DECIMAL(38,0) (an inlined row): only a query that selects it fails
+        msg = (f"column {col.name!r} has DuckLake type {col.type} and a value beyond DECIMAL(38,0), Spark's widest "
+               f"integer; narrow or cast it (e.g. to DOUBLE) in DuckDB")
+        return f"CAST(raise_error({string_literal(msg)}) AS {spark_type.simpleString()})"
+
+
+class _TooWide(ValueError):
+    """A decimal value beyond its Spark type's precision."""
 
 
 def _literal(value: Any, t: T.DataType) -> str:
@@ -56,7 +68,10 @@ def _literal(value: Any, t: T.DataType) -> str:
     if isinstance(t, T.ByteType | T.ShortType | T.IntegerType | T.LongType):
         return f"CAST({int(value)} AS {type_sql})"
     if isinstance(t, T.DecimalType):
-        return f"CAST('{Decimal(value)}' AS {type_sql})"
+        d = Decimal(value)
+        if d.adjusted() >= t.precision - t.scale:
+            raise _TooWide(f"{d} does not fit {type_sql}")
+        return f"CAST('{d}' AS {type_sql})"
     if isinstance(t, T.StringType):
         return string_literal(str(value))
     if isinstance(t, T.BinaryType):

@@ -1,17 +1,23 @@
-"""Spark <-> DuckLake types, table driven. Types with no equivalent raise UnsupportedTypeError naming the column."""
+"""Spark <-> DuckLake types, table driven. Types with no equivalent raise UnsupportedTypeError naming the column.
+
+Types Spark has no equal of are given the Spark value a user can work with and compare with DuckDB's (README,
+"Column types"): uuid and times as DuckDB's text, timestamp_ns as TIMESTAMP_NTZ (microseconds), interval as a struct
+of its parts. Back to DuckLake, a field's `ducklake.type` metadata (or the model's `ducklake_types`) names the type.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from pyspark.sql import types as T
 
 from ..lake.errors import UnsupportedTypeError
 from ..lake.records import Column
-from ..lake.types import decimal_params, parse_type
+from ..lake.types import NESTED_TYPES, decimal_params, parse_type
 
 FIELD_ID_KEY = "parquet.field.id"
+TYPE_KEY = "ducklake.type"  # field metadata: the DuckLake type a Spark field is stored as (a new table's column)
 
 # DuckLake -> Spark for scalar types. Unsigned integers widen to the next signed type that holds them.
 _TO_SPARK: dict[str, Callable[[], T.DataType]] = {
@@ -22,16 +28,28 @@ _TO_SPARK: dict[str, Callable[[], T.DataType]] = {
     "boolean": T.BooleanType, "blob": T.BinaryType, "date": T.DateType,
     "timestamp": T.TimestampNTZType, "timestamp_s": T.TimestampNTZType, "timestamp_ms": T.TimestampNTZType,
     "timestamptz": T.TimestampType,
+    # no Spark equal: DuckDB's text (uuid, times), microseconds (timestamp_ns), parts (interval), WKB (geometry),
+    # JSON text (variant; DuckDB's files of it cannot be opened by Spark 4.0, see type_readings.UNOPENABLE)
+    "uuid": T.StringType, "time": T.StringType, "timetz": T.StringType, "time_ns": T.StringType,
+    "timestamp_ns": T.TimestampNTZType, "geometry": T.BinaryType, "variant": T.StringType,
+    "interval": lambda: T.StructType([T.StructField("months", T.IntegerType()), T.StructField("days", T.IntegerType()),
+                                      T.StructField("micros", T.LongType())]),
 }
-_NO_SPARK = {
-    "time": "Spark has no time-of-day type",
-    "timetz": "Spark has no time-of-day type",
-    "time_ns": "Spark has no time-of-day type",
-    "interval": "Spark's interval types cannot hold months and days together",
-    "uuid": "Spark's Parquet reader cannot read the UUID logical type",
-    "timestamp_ns": "Spark reads nanosecond timestamps only as raw longs",
-    "variant": "DuckLake variant values are not readable by Spark's Parquet reader",
-    "geometry": "Spark has no geometry type",
+# DuckLake types this adapter cannot write values of, and why
+UNWRITABLE = {
+    "geometry": "DuckLake type geometry cannot be written from Spark: DuckDB reads a geometry column's Parquet values "
+                "only with the GEOMETRY logical type (or as WKT text), which Spark cannot write; store WKB as a blob",
+    "variant": "DuckLake type variant cannot be written from Spark 4.0 (no Parquet VARIANT logical type); store JSON "
+               "text as json",
+    "time_ns": "DuckLake type time_ns cannot be written to Parquet (DuckDB 1.5 cannot either); use time",
+}
+# DuckLake types a Spark field may be stored as (TYPE_KEY, ducklake_types), by the Spark types whose values convert
+_STORABLE_AS = {
+    "uuid": (T.StringType, T.VarcharType, T.CharType), "time": (T.StringType, T.VarcharType, T.CharType),
+    "timetz": (T.StringType, T.VarcharType, T.CharType), "interval": (T.StructType,),
+    "timestamp_ns": (T.TimestampNTZType,), "timestamp_ms": (T.TimestampNTZType,), "timestamp_s": (T.TimestampNTZType,),
+    "int128": (T.DecimalType,), "uint128": (T.DecimalType,), "json": (T.StringType,),
+    "uint8": (T.ShortType,), "uint16": (T.IntegerType,), "uint32": (T.LongType,), "uint64": (T.DecimalType,),
 }
 
 # Spark -> DuckLake
@@ -65,8 +83,7 @@ def to_spark(column: Column, path: str = "") -> T.DataType:
         return T.DecimalType(*decimal_params(t))
     if t in _TO_SPARK:
         return _TO_SPARK[t]()
-    reason = _NO_SPARK.get(t, "it has no Spark equivalent")
-    raise UnsupportedTypeError(f"column {name!r} has DuckLake type {t}, which Spark cannot use: {reason}")
+    raise UnsupportedTypeError(f"column {name!r} has DuckLake type {t}, which Spark cannot use")
 
 
 def spark_field(column: Column, path: str = "") -> T.StructField:
@@ -80,26 +97,34 @@ def spark_schema(columns: Sequence[Column]) -> T.StructType:
     return T.StructType([spark_field(c) for c in columns])
 
 
-def from_spark(field: T.StructField, next_id: Callable[[], int], path: str = "") -> Column:
+def from_spark(field: T.StructField, next_id: Callable[[], int], path: str = "",
+               types: Mapping[str, str] | None = None) -> Column:
     """A DuckLake column tree for a Spark field; ids come from next_id, parent before children (as DuckDB numbers).
 
+    The DuckLake type of a field is its TYPE_KEY metadata, or types[path] (lower-case dotted path: `c`, `c.element`,
+    `c.key`, `c.value`, `s.field`), else the Spark type's own.
+
     Raises:
-        UnsupportedTypeError: the field (or a child) has a type DuckLake cannot store.
+        UnsupportedTypeError: the field (or a child) has a type DuckLake cannot store, or is asked to be stored as a
+            type its values cannot be.
     """
     name = f"{path}.{field.name}" if path else field.name
     column_id = next_id()
     dt = field.dataType
+    wanted = (types or {}).get(name.lower()) or field.metadata.get(TYPE_KEY)
+    if wanted:
+        return Column(column_id, field.name, _stored_as(name, dt, wanted), field.nullable)
     if isinstance(dt, T.ArrayType):
-        elem = from_spark(T.StructField("element", dt.elementType, dt.containsNull), next_id, name)
+        elem = from_spark(T.StructField("element", dt.elementType, dt.containsNull), next_id, name, types)
         return Column(column_id, field.name, "list", field.nullable, children=(elem,))
     if isinstance(dt, T.MapType):
-        key = from_spark(T.StructField("key", dt.keyType, False), next_id, name)
-        value = from_spark(T.StructField("value", dt.valueType, dt.valueContainsNull), next_id, name)
+        key = from_spark(T.StructField("key", dt.keyType, False), next_id, name, types)
+        value = from_spark(T.StructField("value", dt.valueType, dt.valueContainsNull), next_id, name, types)
         return Column(column_id, field.name, "map", field.nullable, children=(key, value))
     if isinstance(dt, T.StructType):
         if not dt.fields:
             raise UnsupportedTypeError(f"column {name!r} is a struct without fields, which DuckLake cannot store")
-        kids = tuple(from_spark(f, next_id, name) for f in dt.fields)
+        kids = tuple(from_spark(f, next_id, name, types) for f in dt.fields)
         return Column(column_id, field.name, "struct", field.nullable, children=kids)
     for cls, conv in _FROM_SPARK:
         if type(dt) is cls:
@@ -109,17 +134,57 @@ def from_spark(field: T.StructField, next_id: Callable[[], int], path: str = "")
     )
 
 
-def columns_from_spark(schema: T.StructType, not_null: Collection[str] = ()) -> list[Column]:
+def columns_from_spark(schema: T.StructType, not_null: Collection[str] = (),
+                       types: Mapping[str, str] | None = None) -> list[Column]:
     """DuckLake columns (ids from 1, depth first) for a Spark schema, e.g. for CREATE TABLE AS SELECT.
 
     Columns are nullable, as DuckDB's CREATE TABLE AS makes them whatever the query's nullability; the top-level
-    columns named in not_null (case-insensitive) are NOT NULL.
+    columns named in not_null (case-insensitive) are NOT NULL. types: DuckLake types by column path (from_spark).
+
+    Raises:
+        UnsupportedTypeError: see from_spark; or types names a column path the schema does not have.
     """
     counter = iter(range(1, 1 << 31))
     wanted = {n.lower() for n in not_null}
-    cols = [_nullable(from_spark(f, lambda: next(counter))) for f in schema.fields]
+    lowered = {k.lower(): v for k, v in (types or {}).items()}
+    cols = [_nullable(from_spark(f, lambda: next(counter), types=lowered)) for f in schema.fields]
+    paths = {_path for c in cols for _path in _paths(c)}
+    unknown = sorted(set(lowered) - paths)
+    if unknown:
+        raise UnsupportedTypeError(f"ducklake_types names columns {unknown} that the model does not have "
+                                   f"(its columns: {sorted(paths)})")
     return [dataclasses.replace(c, nullable=False) if c.name.lower() in wanted else c for c in cols]
 
 
 def _nullable(col: Column) -> Column:
     return dataclasses.replace(col, nullable=True, children=tuple(_nullable(c) for c in col.children))
+
+
+def _paths(col: Column, prefix: str = "") -> list[str]:
+    name = f"{prefix}.{col.name}".lower() if prefix else col.name.lower()
+    return [name] + [p for c in col.children for p in _paths(c, name)]
+
+
+def _stored_as(name: str, dt: T.DataType, wanted: str) -> str:
+    """The DuckLake type a field is asked to be stored as, checked against its Spark type.
+
+    Raises:
+        UnsupportedTypeError: naming the field, both types and the Spark types that can be stored so.
+    """
+    t = parse_type(wanted)
+    if t in NESTED_TYPES:
+        raise UnsupportedTypeError(f"column {name!r}: ducklake_types gives scalar types only; name the nested "
+                                   f"field instead ({name}.element, {name}.key, {name}.value, {name}.<field>)")
+    if t in UNWRITABLE:
+        raise UnsupportedTypeError(f"column {name!r}: {UNWRITABLE[t]}")
+    if t.startswith("decimal"):
+        if isinstance(dt, T.DecimalType):
+            return t
+    elif t in _TO_SPARK and type(to_spark(Column(0, name, t, True))) is type(dt):
+        return t
+    ok = _STORABLE_AS.get(t, ())
+    if isinstance(dt, ok):
+        return t
+    accepted = ", ".join(c.typeName() for c in ok) or "none"
+    raise UnsupportedTypeError(f"column {name!r} has Spark type {dt.simpleString()}, which cannot be stored as "
+                               f"DuckLake type {t} (Spark types that can: {accepted})")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..lake.clone import CloneUnsupportedError
 from ..lake.errors import CommitStateUnknownError, NoSuchColumnError, NoSuchTableError
 from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
@@ -40,6 +41,7 @@ class LakeWork:
         self.tx: Transaction = lake.transaction()
         self._written: list[tuple[list, str]] = []  # (files, table directory) written for this unit
         self.touched: set[tuple[str, str]] = set()  # (schema, name) of changed objects, lower case
+        self._cloned: set[tuple[str, str]] = set()  # tables cloned in this unit: their files are staged at commit
 
     @property
     def is_empty(self) -> bool:
@@ -51,11 +53,29 @@ class LakeWork:
     # data ------------------------------------------------------------------------------------------------------
     def create_table_as(self, schema: str, table: str, df: DataFrame, *,
                         partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
-                        comment: str | None = None, not_null: Sequence[str] = ()) -> None:
+                        comment: str | None = None, not_null: Sequence[str] = (),
+                        types: Mapping[str, str] | None = None) -> None:
         files, table_dir = stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by,
-                                                 replace=replace, comment=comment, not_null=not_null)
+                                                 replace=replace, comment=comment, not_null=not_null, types=types)
         self._written.append((files, table_dir))
         self._touch(schema, table)
+
+    def clone_table(self, source_schema: str, source: str, schema: str, table: str, *, replace: bool = False) -> str:
+        """CREATE [OR REPLACE] TABLE schema.table as a clone of a lake table at this unit's base snapshot: the
+        lake links (or copies) its files (Transaction.clone_table); a table whose files the lake layer cannot reach
+        (remote storage) is copied by Spark instead. Returns 'hard_link', 'file_copy' or 'spark_copy'."""
+        try:
+            kind = self.tx.clone_table(source_schema, source, schema, table, replace=replace)
+        except CloneUnsupportedError:
+            info = self.tx.base.table(source_schema, source)
+            partition = [(info.column_by_id(f.column_id).name, f.transform)
+                         for f in info.partition.fields] if info.partition else None
+            self.create_table_as(schema, table, self.spark.table(f"{ident(source_schema)}.{ident(source)}"),
+                                 partition_by=partition, replace=replace, comment=info.comment)
+            kind = "spark_copy"
+        self._cloned.add((schema.lower(), table.lower()))
+        self._touch(schema, table)
+        return kind
 
     def create_table(self, schema: str, table: str, columns: Sequence[Column], *,
                      partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
@@ -98,6 +118,8 @@ class LakeWork:
         their place (nothing is committed yet, so no delete files). select(view, columns) gives the new rows."""
         info = self.tx.table(schema, table)
         old = self.tx.staged_files(schema, table)
+        if (schema.lower(), table.lower()) in self._cloned:
+            raise UnitOfWorkError(f"{schema}.{table} was cloned in this transaction: change it after the commit")
         if not old:
             return False
         view = f"__ducklake_staged_{uuid.uuid4().hex[:12]}"

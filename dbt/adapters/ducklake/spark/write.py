@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -45,7 +45,8 @@ from ..lake.paths import as_dir, data_file_name, join_path, to_local, uuid7
 from ..lake.records import Column, Snapshot, TableInfo
 from ..lake.types import format_value, parse_type
 from ..lake.writer import NULL_PARTITION_DIR
-from .types import columns_from_spark, spark_schema
+from .type_writings import needs_conversion, write_sql, write_type
+from .types import columns_from_spark, spark_field, spark_schema
 
 if TYPE_CHECKING:
     from ..lake.transaction import Transaction
@@ -184,6 +185,7 @@ def create_table_as(
     partition_by: Sequence[tuple[str, str]] | None = None,
     replace: bool = False,
     comment: str | None = None,
+    types: Mapping[str, str] | None = None,
     author: str | None = None,
     commit_message: str | None = None,
     commit_extra_info: str | None = None,
@@ -191,6 +193,7 @@ def create_table_as(
     """CREATE [OR REPLACE] TABLE schema.table AS the DataFrame: table and rows in ONE snapshot.
 
     partition_by is [(column, transform)], transforms as DuckLake's (identity, year, month, day, hour, bucket(N)).
+    types: DuckLake types of columns by path (types.from_spark), e.g. {"id": "uuid"} for a text column of UUIDs.
     Readers see the old table (if replaced) until the commit.
 
     Raises:
@@ -202,7 +205,7 @@ def create_table_as(
     txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
     try:
         files, table_dir = stage_create_table_as(spark, txn, schema, table, df, partition_by=partition_by,
-                                                 replace=replace, comment=comment)
+                                                 replace=replace, comment=comment, types=types)
     except BaseException:
         txn.abandon()
         raise
@@ -213,12 +216,14 @@ def create_table_as(
 
 def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
                           partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
-                          comment: str | None = None, not_null: Sequence[str] = ()) -> tuple[list[DataFileSpec], str]:
+                          comment: str | None = None, not_null: Sequence[str] = (),
+                          types: Mapping[str, str] | None = None) -> tuple[list[DataFileSpec], str]:
     """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged).
 
     Columns are nullable (as DuckDB's CTAS makes them) except those in not_null, which the write then enforces.
+    types: DuckLake types of columns by path (types.from_spark), e.g. {"id": "uuid"} for a text column of UUIDs.
     """
-    columns = columns_from_spark(df.schema, not_null)
+    columns = columns_from_spark(df.schema, not_null, types)
     staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
     table_dir = txn.table_path(staged)
     files = write_files(spark, df, staged, table_dir)
@@ -293,7 +298,7 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
         meta = {"parquet.field.id": ROW_ID_FIELD_ID}
         exprs.append(F.col(_q(keep)).cast("bigint").alias(ROW_ID_COLUMN, metadata=meta))
     try:
-        out = df.select(*exprs)
+        out = _encoded(df.select(*exprs), table, keep)
         out.schema  # noqa: B018 - analyse now (Spark Connect analyses lazily) so a bad cast is reported here
     except AnalysisException as e:
         for src, field, expr in zip(sources, target.fields, exprs, strict=True):
@@ -306,6 +311,26 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
                 ) from e
         raise InvalidDataFileError(f"the data does not fit {where}: {e}") from e
     return out
+
+
+def _encoded(df: DataFrame, table: TableInfo, keep: str | None) -> DataFrame:
+    """Columns of types Spark cannot write as such (uuid, time, interval, ...) in the encoding DuckDB reads back as
+    them (see type_writings); others as they are."""
+    if not any(needs_conversion(c) for c in table.columns):
+        return df
+    where = f"table {table.schema_name}.{table.name}"
+    cols = []
+    for c in table.columns:
+        field = spark_field(c)
+        if needs_conversion(c):
+            sql = write_sql(c, _q(c.name), f"{where} column {c.name!r}")
+            # the cast to the written type (raises for types this adapter cannot write) carries nested field ids
+            cols.append(F.expr(sql).cast(write_type(c)).alias(c.name, metadata=field.metadata))
+        else:
+            cols.append(F.col(_q(c.name)))
+    if keep:
+        cols.append(F.col(_q(ROW_ID_COLUMN)))
+    return df.select(*cols)
 
 
 def _check_struct_fields(src: T.DataType, dst: T.DataType, where: str) -> None:

@@ -18,6 +18,7 @@
     {%- if contract_config.enforced %} {{ get_table_columns_and_constraints() }}{% endif %}
     {{ ducklake_partition_clause() }}
     {{ comment_clause() }}
+    {{ ducklake_types_clause() }}
     as
     {{ compiled_code }}
   {%- endif -%}
@@ -28,6 +29,19 @@
   {%- if partition_by is not none -%}
     {%- if partition_by is string -%}{%- set partition_by = [partition_by] -%}{%- endif -%}
     partitioned by ({{ partition_by | join(', ') }})
+  {%- endif -%}
+{%- endmacro %}
+
+{#- `ducklake_types: {column: type}` (DuckLake type names; nested fields as col.element, col.key, col.value,
+    col.field): the DuckLake types a new table's columns are stored as, e.g. uuid for a text column of UUIDs. -#}
+{% macro ducklake_types_clause() -%}
+  {%- set types = config.get('ducklake_types') -%}
+  {%- if types -%}
+    {%- if types is not mapping -%}
+      {{ exceptions.raise_compiler_error("ducklake_types must be a mapping of column to DuckLake type, e.g. "
+          ~ "{id: uuid}; got " ~ types) }}
+    {%- endif -%}
+    tblproperties ('ducklake.types' = '{% for k, v in types.items() %}{{ k }}={{ v }}{{ "," if not loop.last }}{% endfor %}')
   {%- endif -%}
 {%- endmacro %}
 

@@ -1,15 +1,19 @@
-{#- dbt clone. A DuckLake clone is a COPY of the deferred table, written as a new table in one snapshot.
-    Why not share the source's files (metadata-only): DuckDB's ducklake_cleanup_old_files deletes every path that
-    ducklake_files_scheduled_for_deletion lists, and rebuilding the source schedules its files, so a clone whose
-    catalog rows point at them reads missing files once the source's lake is cleaned. A view pinned to the source's
-    snapshot breaks the same way once ducklake_expire_snapshots removes that snapshot. A copy is the one clone that
-    keeps reading the source's rows after both. A relation that is not a table (a view) is cloned as a view. -#}
+{#- dbt clone. A DuckLake clone of a table is a new table of the same lake, committed in one snapshot, whose catalog
+    rows are built from the deferred table's at the current snapshot (column ids, partitioning, comments and tags, row
+    ids, statistics) and whose data files are HARD LINKS of the deferred table's files in the clone's own directory:
+    metadata only, no data is copied. Why not share the source's file paths: DuckDB's ducklake_cleanup_old_files
+    deletes every path that ducklake_files_scheduled_for_deletion lists, and rebuilding the source schedules its
+    files; deleting the source's name of a hard-linked file leaves the clone's name readable. (A view pinned to the
+    source's snapshot would break once ducklake_expire_snapshots removes that snapshot.) Where hard links are
+    impossible (another file system, a file system or policy that refuses them) the files' bytes are copied; where
+    the lake layer cannot reach the files (remote storage) Spark copies the rows. The kind used is logged.
+    A relation that is not a table (a view) is cloned as a view. -#}
 {% macro ducklake__can_clone_table() %}
   {{ return(True) }}
 {% endmacro %}
 
 {% macro ducklake__create_or_replace_clone(this_relation, defer_relation) %}
-  {{ create_table_as(False, this_relation, 'select * from ' ~ defer_relation.render()) }}
+  create or replace table {{ this_relation.render() }} clone {{ defer_relation.render() }}
 {% endmacro %}
 
 {%- materialization clone, adapter='ducklake' -%}

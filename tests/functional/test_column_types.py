@@ -1,0 +1,97 @@
+"""Issue 22 through dbt: DuckDB 1.5.5 writes a table per column type and one with all of them; dbt models copy each
+(ducklake_types keeps the DuckLake type), an incremental model appends to them, and DuckDB reads the copies equal to
+the sources (TIMESTAMP_NS at microseconds, TIMETZ as its UTC time: README "Column types")."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.support import reference
+
+SOURCES = {
+    "t_uuid": ("UUID", "uuid", ["'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "'ffffffff-ffff-ffff-ffff-ffffffffffff'"]),
+    "t_time": ("TIME", "time", ["'23:59:59.999999'", "'00:00:00'"]),
+    "t_timetz": ("TIMETZ", "timetz", ["'12:34:56.5+02'", "'00:00:00+00'"]),
+    "t_ns": ("TIMESTAMP_NS", "timestamp_ns", ["'2020-01-01 00:00:00.123456789'", "'1970-01-01 00:00:00'"]),
+    "t_ms": ("TIMESTAMP_MS", "timestamp_ms", ["'2024-01-02 03:04:05.123'", "'1969-12-31 23:59:59.999'"]),
+    "t_s": ("TIMESTAMP_S", "timestamp_s", ["'2024-01-02 03:04:05'", "'1677-09-22 00:00:00'"]),
+    "t_interval": ("INTERVAL", "interval", ["INTERVAL '14 months 2 days 3.005 seconds'", "INTERVAL '0 days'"]),
+    "t_hugeint": ("HUGEINT", "int128", ["340282366920938432", "-(2::HUGEINT ** 100)"]),
+    "t_uhugeint": ("UHUGEINT", "uint128", ["2::UHUGEINT ** 120", "0"]),
+}
+COPY = """
+{{{{ config(materialized='table', ducklake_types={{'v': '{type}'}}) }}}}
+select id, v from src.{table}
+"""
+APPEND = """
+{{{{ config(materialized='incremental', ducklake_types={{'v': '{type}'}}) }}}}
+select id + {{{{ var('shift', 0) }}}} as id, v from src.{table}
+"""
+MIXED = """
+{{ config(materialized='incremental') }}
+select id + {{ var('shift', 0) }} as id, s, c_uuid, c_time, c_interval from src.mixed
+"""
+
+
+def _utc(v: Any) -> Any:
+    if isinstance(v, dt.time) and v.utcoffset():
+        moment = dt.datetime.combine(dt.date(2000, 1, 1), v.replace(tzinfo=None)) - v.utcoffset()  # type: ignore
+        return moment.time().replace(tzinfo=dt.timezone.utc)
+    return v
+
+
+class TestColumnTypes:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        out = {}
+        for table, (_, lake_type, _) in SOURCES.items():
+            out[f"copy_{table}.sql"] = COPY.format(type=lake_type, table=table)
+            out[f"append_{table}.sql"] = APPEND.format(type=lake_type, table=table)
+        out["mixed_part.sql"] = MIXED
+        return out
+
+    def test_copies_equal_duckdb_sources(self, project: Any) -> None:
+        creds = project.adapter.config.credentials
+        catalog, schema = creds.catalog, project.test_schema
+        with reference.attached(catalog) as con:
+            con.execute("CREATE SCHEMA lake.src")
+            for table, (typ, _, values) in SOURCES.items():
+                con.execute(f"CREATE TABLE lake.src.{table} (id INTEGER, v {typ})")
+                rows = ", ".join(f"({i}, {v})" for i, v in enumerate([*values, "NULL"]))
+                con.execute(f"INSERT INTO lake.src.{table} VALUES {rows}")  # inlined
+            con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+            for table in SOURCES:
+                con.execute(f"INSERT INTO lake.src.{table} SELECT id + 10, v FROM lake.src.{table}")  # a file
+            cols = ", ".join(f"c_{t[2:]} {typ}" for t, (typ, _, _) in SOURCES.items())
+            con.execute(f"CREATE TABLE lake.src.mixed (id INTEGER, s VARCHAR, {cols})")
+            values = ", ".join(v[2][0] for v in SOURCES.values())
+            con.execute(f"INSERT INTO lake.src.mixed VALUES (1, 'a', {values})")
+        assert all(r.status == "success" for r in run_dbt(["run"]))
+        assert all(r.status == "success" for r in run_dbt(["run", "--select", "append_*", "mixed_part",
+                                                          "--vars", "{shift: 100}"]))
+        with reference.attached(catalog, read_only=True) as con:
+            def rows(sql: str) -> list[tuple[Any, ...]]:
+                return [(r[0], _utc(r[1])) for r in con.execute(sql).fetchall()]
+
+            for table, (typ, _, _) in SOURCES.items():
+                col = "CAST(v AS TIMESTAMP)" if typ == "TIMESTAMP_NS" else "v"
+                src = rows(f"SELECT id, {col} FROM lake.src.{table} ORDER BY id")
+                for model, expected in ((f"copy_{table}", src),
+                                        (f"append_{table}", src + [(i + 100, v) for i, v in src])):
+                    kind = con.execute(f"SELECT data_type FROM information_schema.columns WHERE table_schema = "
+                                       f"'{schema}' AND table_name = '{model}' AND column_name = 'v'").fetchone()
+                    want = con.execute(f"SELECT data_type FROM information_schema.columns WHERE table_schema = 'src' "
+                                       f"AND table_name = '{table}' AND column_name = 'v'").fetchone()
+                    assert kind == want, (model, kind, want)
+                    assert rows(f"SELECT id, {col} FROM lake.{schema}.{model} ORDER BY id") == expected, model
+            got = con.execute(f"SELECT id, s, c_uuid, c_time, c_interval FROM lake.{schema}.mixed_part "
+                              f"ORDER BY id").fetchall()
+            # no ducklake_types: the Spark values (text, struct) are stored as they are
+            assert got == [(1, "a", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "23:59:59.999999",
+                            {"months": 14, "days": 2, "micros": 3_005_000}),
+                           (101, "a", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "23:59:59.999999",
+                            {"months": 14, "days": 2, "micros": 3_005_000})]

@@ -1,0 +1,165 @@
+"""Every DuckLake column type: DuckDB 1.5.5 writes a table per type (NULLs, extremes, nested uses) in Parquet files and
+inlined; Spark reads each as the documented value (README "Column types"), writes a copy of the same DuckLake types
+(CREATE TABLE AS and an append), and DuckDB reads the copy equal to the source."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark import write
+from dbt.adapters.ducklake.spark.scan import read_table
+from tests.support.reference import attached
+
+# name -> (DuckDB column type, values); each table is (id INTEGER, v <type>)
+TYPES: dict[str, tuple[str, list[str]]] = {
+    "uuid": ("UUID", ["'00000000-0000-0000-0000-000000000000'", "'ffffffff-ffff-ffff-ffff-ffffffffffff'",
+                      "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"]),
+    "time": ("TIME", ["'00:00:00'", "'23:59:59.999999'", "'12:34:56.1'"]),
+    "timetz": ("TIMETZ", ["'00:00:00+00'", "'12:34:56.5+02'", "'23:59:59.999999-05:30'", "'01:00:00+03'"]),
+    "timestamp_ns": ("TIMESTAMP_NS", ["'1970-01-01 00:00:00.000000001'", "'2262-04-11 23:47:16.854775'",
+                                      "'1677-09-22 00:12:43.145225'", "'2020-01-01 00:00:00.123456789'"]),
+    "timestamp_ms": ("TIMESTAMP_MS", ["'1969-12-31 23:59:59.999'", "'2024-01-02 03:04:05.123'"]),
+    "timestamp_s": ("TIMESTAMP_S", ["'1677-09-22 00:00:00'", "'2024-01-02 03:04:05'"]),
+    "interval": ("INTERVAL", ["INTERVAL '14 months 2 days 3.005 seconds'", "INTERVAL '0 days'",
+                              "INTERVAL '100 years 30 days 23 hours 59 minutes'"]),
+    "hugeint": ("HUGEINT", ["0", "-(2::HUGEINT ** 100)", "340282366920938432", "123"]),
+    "uhugeint": ("UHUGEINT", ["0", "2::UHUGEINT ** 120", "7"]),
+    "list_uuid": ("UUID[]", ["['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::UUID, NULL]", "[]"]),
+    "struct": ("STRUCT(t TIME, iv INTERVAL, u UUID, tz TIMETZ)",
+               ["{'t': '01:02:03.5', 'iv': INTERVAL '1 day 2 seconds', 'u': 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', "
+                "'tz': '10:00:00+00'}", "{'t': NULL, 'iv': NULL, 'u': NULL, 'tz': NULL}"]),
+    "map": ("MAP(UUID, TIMESTAMP_NS)", ["MAP {'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::UUID: "
+                                       "TIMESTAMP_NS '2020-01-01 00:00:00.000001'}"]),
+    "list_struct": ("STRUCT(tz TIMETZ, iv INTERVAL)[]", ["[{'tz': '23:00:00+00', 'iv': INTERVAL '3 months'}, NULL]"]),
+}
+# how each DuckLake type is stored: the copy must be of the same type
+DUCKLAKE = {"uuid": "uuid", "time": "time", "timetz": "timetz", "timestamp_ns": "timestamp_ns",
+            "timestamp_ms": "timestamp_ms", "timestamp_s": "timestamp_s", "interval": "interval",
+            "hugeint": "int128", "uhugeint": "uint128"}
+NESTED_TYPES = {"list_uuid": {"v.element": "uuid"},
+                "struct": {"v.t": "time", "v.iv": "interval", "v.u": "uuid", "v.tz": "timetz"},
+                "map": {"v.key": "uuid", "v.value": "timestamp_ns"},
+                "list_struct": {"v.element.tz": "timetz", "v.element.iv": "interval"}}
+
+
+def _create(con: Any, inlined: bool) -> None:
+    for name, (typ, values) in TYPES.items():
+        rows = ", ".join(f"({i}, {v})" for i, v in enumerate([*values, "NULL"]))
+        table = f"{name}_inl" if inlined else name
+        con.execute(f"CREATE TABLE lake.{table} (id INTEGER, v {typ})")
+        con.execute(f"INSERT INTO lake.{table} VALUES {rows}")
+
+
+@pytest.fixture
+def source(file_catalog_url: str, data_path: str) -> str:
+    with attached(file_catalog_url, data_path=data_path) as con:
+        _create(con, inlined=True)  # a few rows: inlined in the catalog (text on SQLite)
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        _create(con, inlined=False)  # Parquet files
+    return file_catalog_url
+
+
+def _rows(con: Any, table: str, col: str = "v") -> list[tuple[Any, ...]]:
+    return con.execute(f"SELECT id, {col} FROM lake.{table} ORDER BY id").fetchall()
+
+
+def _utc(v: Any) -> Any:
+    """A TIMETZ as the UTC time of day it stands for (as DuckDB stores it in Parquet; inlined rows keep the offset)."""
+    if isinstance(v, dt.time) and v.utcoffset():
+        moment = dt.datetime.combine(dt.date(2000, 1, 1), v.replace(tzinfo=None)) - v.utcoffset()  # type: ignore
+        return moment.time().replace(tzinfo=dt.timezone.utc)
+    return v
+
+
+def test_each_type_reads_as_documented_and_copies_back(spark: SparkSession, source: str, data_path: str) -> None:
+    lake = DuckLake.open(source)
+    for suffix in ("", "_inl"):
+        state = lake.snapshot()
+        for name in TYPES:
+            df = read_table(spark, state, state.table("main", name + suffix))
+            types = {"v": DUCKLAKE[name]} if name in DUCKLAKE else NESTED_TYPES[name]
+            write.create_table_as(spark, lake, "main", f"copy_{name}{suffix}", df, types=types)
+            write.append(spark, lake, "main", f"copy_{name}{suffix}", df.selectExpr("id + 100 AS id", "v"))
+    with attached(source, data_path=data_path, read_only=True) as con:
+        for suffix in ("", "_inl"):
+            for name in TYPES:
+                src, copy = name + suffix, f"copy_{name}{suffix}"
+                src_type = con.execute(f"SELECT data_type FROM information_schema.columns WHERE table_name = '{src}' "
+                                       f"AND column_name = 'v'").fetchone()
+                copy_type = con.execute(f"SELECT data_type FROM information_schema.columns WHERE table_name = "
+                                        f"'{copy}' AND column_name = 'v'").fetchone()
+                assert copy_type == src_type, (copy, copy_type, src_type)
+                # TIMESTAMP_NS keeps microseconds (DuckDB's own TIMESTAMP_NS -> TIMESTAMP cast); TIMETZ is kept as
+                # the same instant in UTC (Python's aware times compare so)
+                col = "CAST(v AS TIMESTAMP)" if name == "timestamp_ns" else "v"
+                # against the Parquet source (the same rows): DuckDB 1.5.5 fails to read its own inlined nested
+                # values with TIME/INTERVAL leaves from a SQLite catalog ("Failed to read inlined data")
+                expected = [(i, _utc(v)) for i, v in _rows(con, name, col)]
+                got = [(i, _utc(v)) for i, v in _rows(con, copy, col)]
+                assert got == expected + [(i + 100, v) for i, v in expected], copy
+
+
+def test_values_as_spark_shows_them(spark: SparkSession, source: str) -> None:
+    state = DuckLake.open(source).snapshot()
+    for suffix in ("", "_inl"):
+        def rows(name: str) -> list[Any]:
+            df = read_table(spark, state, state.table("main", name + suffix))  # noqa: B023
+            return [r.v for r in df.orderBy("id").collect()]
+
+        assert rows("uuid") == ["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+                                "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", None]
+        assert rows("time") == ["00:00:00", "23:59:59.999999", "12:34:56.1", None]
+        assert rows("timetz") == ["00:00:00+00", "10:34:56.5+00", "05:29:59.999999+00", "22:00:00+00", None]
+        assert rows("timestamp_ns")[3] == dt.datetime(2020, 1, 1, 0, 0, 0, 123456)
+        assert [None if r is None else r.asDict() for r in rows("interval")] == [
+            {"months": 14, "days": 2, "micros": 3_005_000}, {"months": 0, "days": 0, "micros": 0},
+            {"months": 1200, "days": 30, "micros": (23 * 60 + 59) * 60 * 10**6}, None]
+        assert rows("hugeint")[:3] == [Decimal(0), Decimal(-(2**100)), Decimal(340282366920938432)]
+        assert rows("list_uuid") == [["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", None], [], None]
+        s = rows("struct")[0]
+        assert (s.t, s.u, s.tz, s.iv.asDict()) == ("01:02:03.5", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+                                                   "10:00:00+00", {"months": 0, "days": 1, "micros": 2_000_000})
+
+
+def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path) -> None:
+    """All types in one table: a query of some columns reads them; GEOMETRY and VARIANT files cannot be opened by
+    Spark 4.0 at all, so such a table fails naming the column and the way out, and a table whose files predate the
+    column reads."""
+    catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
+    cols = ", ".join(f"c_{n} {t}" for n, (t, _) in TYPES.items())
+    values = ", ".join(v[0] for _, v in TYPES.values())
+    with attached(catalog, data_path=str(tmp_path / "data")) as con:
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        con.execute(f"CREATE TABLE lake.mixed (id INTEGER, s VARCHAR, d DATE, {cols})")
+        con.execute(f"INSERT INTO lake.mixed VALUES (1, 'a', DATE '2024-01-01', {values})")
+        con.execute("CREATE TABLE lake.geo (id INTEGER, g GEOMETRY)")
+        con.execute("INSERT INTO lake.geo VALUES (1, 'POINT(1 2)')")
+        con.execute("CREATE TABLE lake.later (id INTEGER)")
+        con.execute("INSERT INTO lake.later VALUES (1)")
+        con.execute("ALTER TABLE lake.later ADD COLUMN v VARIANT")
+    state = DuckLake.open(catalog).snapshot()
+    mixed = read_table(spark, state, state.table("main", "mixed"))
+    assert [tuple(r) for r in mixed.select("id", "s", "d").collect()] == [(1, "a", dt.date(2024, 1, 1))]
+    assert mixed.select("c_uuid").collect()[0][0] == "00000000-0000-0000-0000-000000000000"
+    with pytest.raises(Exception, match="column 'g' has DuckLake type geometry.*ST_AsWKB"):
+        read_table(spark, state, state.table("main", "geo")).select("id").collect()
+    assert [tuple(r) for r in read_table(spark, state, state.table("main", "later")).collect()] == [(1, None)]
+
+
+def test_a_value_that_is_not_of_the_type_fails_the_write(spark: SparkSession, tmp_path: Path) -> None:
+    catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
+    with attached(catalog, data_path=str(tmp_path / "data")):
+        pass  # DuckDB creates the lake
+    lake = DuckLake.open(catalog)
+    df = spark.sql("SELECT 'not-a-uuid' AS u")
+    with pytest.raises(Exception, match="column 'u'.* has DuckLake type uuid; this value is not one: not-a-uuid"):
+        write.create_table_as(spark, lake, "main", "bad", df, types={"u": "uuid"})
+    with pytest.raises(Exception, match="cannot be stored as DuckLake type uuid"):
+        write.create_table_as(spark, lake, "main", "bad", spark.sql("SELECT 1 AS u"), types={"u": "uuid"})
