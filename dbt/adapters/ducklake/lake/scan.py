@@ -48,13 +48,7 @@ def row_count(state: LakeState, table: TableInfo) -> int:
     """The table's rows at the state's snapshot from the catalog alone, as DuckDB answers count(*): the live files'
     record counts, minus their deletes (delete files and inlined deletes), plus the inlined rows. Exact whenever no
     partial file reaches beyond the snapshot, which is always the case at the latest snapshot."""
-    s = state.snapshot_id
-    n = 0
-    for f in state.files(table):
-        n += f.record_count
-        if f.delete_file is not None and f.delete_file.begin_snapshot <= s:
-            n -= f.delete_file.delete_count
-        n -= sum(1 for _, begin in f.inlined_deletes if begin <= s)
+    n = state.live_rows_in_files(table)
     return n + sum(t.num_rows for t in read_inlined(state, table, with_rowid=False))
 
 

@@ -213,6 +213,46 @@ class LakeState:
                 self._files[t.table_id] = load_files(self.db, conn, self, t)
         return self._files[t.table_id]
 
+    def has_partial_beyond(self, table: TableInfo) -> bool:
+        """Whether a live data file holds rows of snapshots after this one (a partial file: its record count is not
+        this snapshot's)."""
+        s = self.snapshot_id
+        if table.table_id in self._files:
+            return any(f.partial_max is not None and f.partial_max > s for f in self._files[table.table_id])
+        with self.db.read() as conn:
+            rows = self.db.query(
+                conn, "SELECT count(*) FROM {p}ducklake_data_file WHERE table_id = :t AND partial_max > :s "
+                f"AND {visible()}", {"s": s, "t": table.table_id})
+        return bool(rows[0][0])
+
+    def live_rows_in_files(self, table: TableInfo) -> int:
+        """The live data files' record counts minus their deleted rows (delete files and inlined deletes) at this
+        snapshot: one aggregate query, unless the files are loaded already (a table of 10,000 files is not loaded
+        with its statistics just to be counted)."""
+        s = self.snapshot_id
+        if table.table_id in self._files:
+            n = 0
+            for f in self._files[table.table_id]:
+                n += f.record_count
+                if f.delete_file is not None and f.delete_file.begin_snapshot <= s:
+                    n -= f.delete_file.delete_count
+                n -= sum(1 for _, begin in f.inlined_deletes if begin <= s)
+            return n
+        p = {"s": s, "t": table.table_id}
+        with self.db.read() as conn:
+            files = self.db.query(
+                conn, f"SELECT sum(record_count) FROM {{p}}ducklake_data_file WHERE table_id = :t AND {visible()}", p)
+            deletes = self.db.query(
+                conn, "SELECT sum(delete_count) FROM {p}ducklake_delete_file WHERE table_id = :t "
+                f"AND {visible()}", p)
+            inlined = [(0,)]
+            if self.db.has_table(conn, f"ducklake_inlined_delete_{table.table_id}"):
+                inlined = self.db.query(
+                    conn, f"SELECT count(*) FROM {{p}}ducklake_inlined_delete_{table.table_id} d "
+                    "JOIN {p}ducklake_data_file f ON f.data_file_id = d.file_id "
+                    f"WHERE d.begin_snapshot <= :s AND f.table_id = :t AND {visible('f')}", p)
+        return int(files[0][0] or 0) - int(deletes[0][0] or 0) - int(inlined[0][0] or 0)
+
     def table_stats(self, table: TableInfo | int) -> TableStats | None:
         """The table's ducklake_table_stats row (current, not versioned)."""
         tid = table.table_id if isinstance(table, TableInfo) else table

@@ -143,8 +143,7 @@ def _count_from_catalog(state: LakeState, tree: exp.Expression) -> tuple[str, se
     table = ci_lookup(state.tables, (tnode.db, tnode.name))
     if table is None:
         return None
-    s = state.snapshot_id
-    if any(f.partial_max is not None and f.partial_max > s for f in state.files(table)):
+    if state.has_partial_beyond(table):
         return None
     name = ident(alias) if alias else "`count(1)`"  # Spark's name for an unaliased count(*)
     return (f"SELECT CAST({row_count(state, table)} AS BIGINT) AS {name}",
