@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from ..lake.deletes import POS_FIELD_ID, ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID
+from ..lake.deletes import POS_FIELD_ID, ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID, read_delete_arrays
 from ..lake.maintenance import SPARK_MANIFESTS
 from ..lake.paths import to_local
 from ..lake.records import Column, DeleteFile, TableInfo
@@ -213,7 +213,7 @@ def gather_deletes(root: str, deletes: Sequence[DeleteFile], inlined: Sequence[t
         missing = [d for d in missing if d.delete_file_id not in found]
     if missing:
         with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
-            for d, arrays in zip(missing, pool.map(_read_positions, missing), strict=True):
+            for d, arrays in zip(missing, pool.map(lambda d: read_delete_arrays(d.path, d.begin_snapshot), missing), strict=True):
                 found[d.delete_file_id] = arrays
     with _lock:
         global _delete_cache_rows
@@ -246,18 +246,6 @@ def _id_field(name: str, fid: int) -> pa.Field:
 
 _GATHERED_SCHEMA = pa.schema([_id_field(_DATA_FILE_COLUMN, _DATA_FILE_FIELD_ID), _id_field("pos", POS_FIELD_ID),
                               _id_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.field(_DELETE_FILE_COLUMN, pa.int64())])
-
-
-def _read_positions(d: DeleteFile) -> tuple[pa.Array, pa.Array]:
-    """A delete file's (positions, snapshots): read by position as the reference does (file_path, pos[, snapshot]);
-    a file without the snapshot column deleted everything at its begin snapshot."""
-    t = pq.ParquetFile(to_local(d.path)).read()
-    pos = t.column(1).combine_chunks().cast(pa.int64())
-    if t.num_columns >= 3:
-        snap = t.column(2).combine_chunks().cast(pa.int64())
-    else:
-        snap = pa.array([d.begin_snapshot] * len(pos), pa.int64())
-    return pos, snap
 
 
 def _from_earlier_manifest(root: str, wanted: set[int]) -> dict[int, tuple[pa.Array, pa.Array]]:
