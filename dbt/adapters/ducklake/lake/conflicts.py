@@ -37,6 +37,12 @@ def parse_changes(text: str) -> OtherChanges:
     return out
 
 
+def unparsed(text: str) -> str:
+    """What is left of a changes_made text once its tokens and separating commas are taken out ("" when all of it
+    parses)."""
+    return _TOKEN.sub("", text or "").replace(",", "").strip()
+
+
 def other_created_names(other: OtherChanges) -> set[tuple[str, ...]]:
     """(schema, name) of the tables and views other writers created."""
     return {n for k in ("created_table", "created_view") for n in other.names.get(k, set())}

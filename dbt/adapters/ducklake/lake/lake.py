@@ -15,6 +15,7 @@ from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
 from .paths import as_dir, to_local
 from .records import Snapshot
 from .state import LakeState, find_snapshot, list_snapshots, load_state
+from .state_advance import tables_changed
 
 if TYPE_CHECKING:
     from .commit_outcome import CommitAttempt
@@ -164,6 +165,24 @@ class DuckLake:
         with self.db.read() as conn:
             snap = find_snapshot(self.db, conn, version, timestamp)
             return load_state(self.db, conn, snap, self.data_path)
+
+    def advance(self, state: LakeState | None) -> tuple[LakeState, frozenset[int] | None]:
+        """The lake at its latest snapshot and the ids of the tables changed since `state` (None: unknown, treat all
+        as changed). `state` itself when nothing was committed since (a snapshot is known by id and time: a catalog
+        restored from a copy can hold another snapshot under the same id); otherwise a new state that keeps the
+        files `state` loaded for unchanged tables. One catalog connection."""
+        with self.db.read() as conn:
+            latest = find_snapshot(self.db, conn)
+            old = state.snapshot if state is not None else None
+            if old is not None and (old.snapshot_id, old.snapshot_time) == (latest.snapshot_id, latest.snapshot_time):
+                return state, frozenset()  # type: ignore[return-value]
+            new = load_state(self.db, conn, latest, self.data_path)
+            if state is None:
+                return new, None
+            changed = tables_changed(self.db, conn, state.snapshot, latest)
+        if changed is not None:
+            new.carry_files(state, changed)
+        return new, changed
 
     def snapshots(self) -> list[Snapshot]:
         """Every snapshot that exists, oldest first, with changes, author, message and extra info."""

@@ -213,6 +213,15 @@ class LakeState:
                 self._files[t.table_id] = load_files(self.db, conn, self, t)
         return self._files[t.table_id]
 
+    def carry_files(self, older: LakeState, changed: Iterable[int]) -> None:
+        """Take the files `older` (an earlier snapshot's state) loaded for tables that no snapshot since changed
+        (`state_advance.tables_changed`): at this snapshot they are the same."""
+        skip = set(changed)
+        live = {t.table_id for t in self.tables.values()}
+        for tid, files in older._files.items():
+            if tid not in skip and tid in live and tid not in self._files:
+                self._files[tid] = files
+
     def has_partial_beyond(self, table: TableInfo) -> bool:
         """Whether a live data file holds rows of snapshots after this one (a partial file: its record count is not
         this snapshot's)."""

@@ -9,6 +9,7 @@ Spark view, so a dropped table fails to resolve instead of showing stale rows.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 
 import sqlglot
@@ -17,11 +18,15 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ..lake.lake import DuckLake
+from ..lake.records import TableInfo
 from ..lake.state import LakeState, ci_lookup
 from .scan import create_view, is_time_travel_name, table_sql
 from .session import is_classic
 from .sql_literals import ident
 
+# A table's view SQL is reused while the table is unchanged, but recomputed after this long: planning touches the
+# manifest it reads, which keeps other processes' cleanup (manifest.KEEP_UNUSED_SECONDS) off it.
+SQL_REUSE_SECONDS = 600.0
 GLOBAL_TEMP = "global_temp"  # Spark's database of global temp views: never a lake schema
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
 
@@ -50,6 +55,9 @@ class LakeNames:
         self.lake = lake
         self._lock = threading.RLock()
         self._state: LakeState | None = None
+        # table id -> (its view SQL at self._state, when computed): carried to a newer state while the table is
+        # unchanged (an unrelated commit does not re-plan 10,000 files)
+        self._table_sql: dict[int, tuple[str, float]] = {}
         self._registered: dict[tuple[str, str], str] = {}  # (schema, name) lower -> SQL of the Spark view
         self._absent: dict[tuple[str, str], int] = {}  # Connect: not a lake object, server's view dropped at snapshot
 
@@ -57,11 +65,24 @@ class LakeNames:
         """The lake at its latest snapshot (re-read only when a new snapshot exists). A snapshot is known by its id
         and time: a catalog restored from a copy can hold another snapshot under the same id."""
         with self._lock:
-            latest = self.lake.latest_snapshot()
-            if self._state is None or (self._state.snapshot.snapshot_id, self._state.snapshot.snapshot_time) != (
-                    latest.snapshot_id, latest.snapshot_time):
-                self._state = self.lake.snapshot(latest.snapshot_id)
-            return self._state
+            new, changed = self.lake.advance(self._state)
+            if new is not self._state:
+                self._table_sql = {} if changed is None else {
+                    tid: v for tid, v in self._table_sql.items() if tid not in changed}
+                self._state = new
+            return new
+
+    def _sql_of(self, st: LakeState, table: TableInfo) -> str:
+        """The table's view SQL at the state: reused from an earlier statement while the table is unchanged."""
+        now = time.monotonic()
+        if st is self._state:
+            hit = self._table_sql.get(table.table_id)
+            if hit is not None and now - hit[1] < SQL_REUSE_SECONDS:
+                return hit[0]
+        sql = table_sql(self.spark, st, table)
+        if st is self._state:
+            self._table_sql[table.table_id] = (sql, now)
+        return sql
 
     def refresh(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None,
                 state: LakeState | None = None) -> LakeState:
@@ -116,7 +137,7 @@ class LakeNames:
         table = ci_lookup(st.tables, (schema, name))
         view = ci_lookup(st.views, (schema, name)) if table is None else None
         if table is not None:
-            sql = table_sql(self.spark, st, table)
+            sql = self._sql_of(st, table)
             schema, name = table.schema_name, table.name
         elif view is not None:
             sql = view.tags.get(SPARK_SQL_TAG) or view.sql
