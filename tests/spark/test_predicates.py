@@ -9,7 +9,8 @@ from dbt.adapters.ducklake.lake.records import Column
 from dbt.adapters.ducklake.spark.predicates import to_predicate
 
 COLS = (Column(1, "id", "int64"), Column(2, "name", "varchar"), Column(3, "d", "date"), Column(4, "ok", "boolean"),
-        Column(5, "s", "struct", children=(Column(6, "a", "int32"),)))
+        Column(5, "s", "struct", children=(Column(6, "a", "int32"),)), Column(7, "amt", "decimal(10,2)"),
+        Column(8, "f", "float64"), Column(9, "i", "int32"))
 
 
 @pytest.mark.parametrize(("cond", "expected"), [
@@ -28,6 +29,12 @@ COLS = (Column(1, "id", "int64"), Column(2, "name", "varchar"), Column(3, "d", "
     ("t.id = 1", Compare("id", "=", "1")),
     ("(id > 1) AND (name LIKE 'a%')", Compare("id", ">", "1")),  # LIKE is dropped from the AND: still implied
     ("id > 1 AND name = 'x'", And((Compare("id", ">", "1"), Compare("name", "=", "x")))),
+    # Spark's analysed conditions (a DataFrame filter's SQL): the literal cast to the column's type, value unchanged
+    ("((t.id >= CAST(120 AS BIGINT)) AND (t.id < CAST(130 AS BIGINT)))",
+     And((Compare("id", ">=", "120"), Compare("id", "<", "130")))),
+    ("i > CAST(-3 AS INT)", Compare("i", ">", "-3")),
+    ("amt <= CAST(5.25 AS DECIMAL(10,2))", Compare("amt", "<=", "5.25")),
+    ("f > CAST(1.5 AS DOUBLE)", Compare("f", ">", "1.5")),
 ])
 def test_translates(cond: str, expected: object) -> None:
     assert to_predicate(cond, COLS, (None, "t")) == expected
@@ -46,6 +53,10 @@ def test_translates(cond: str, expected: object) -> None:
     "not valid sql (((",
     "",
     "true",
+    "id >= CAST(1.5 AS INT)",  # the cast rounds: 1.5 is not the value compared
+    "amt <= CAST(5.255 AS DECIMAL(10,2))",
+    "i > CAST(99999999999 AS INT)",  # out of range
+    "id = CAST('7' AS BIGINT)",
 ])
 def test_untranslatable_gives_no_predicate(cond: str) -> None:
     assert to_predicate(cond, COLS, (None, "t")) is None

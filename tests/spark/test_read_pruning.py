@@ -221,3 +221,28 @@ def test_other_counts_are_left_to_spark(spark: SparkSession, lake: tuple[str, Du
     _, lk = lake
     st = LakeNames(spark, lk).refresh([("main", "t")])
     assert "main.t" in prune_query(spark, st, sql).sql
+
+
+def test_dataframe_filters_skip_files_like_sql(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
+    """A Python model's dbt.ref() DataFrame (spark/pruned_frames): filter/where on what the statistics decide read
+    only the files that can match; other conditions filter every file; both give DuckDB's rows."""
+    from pyspark.sql import functions as F
+
+    from dbt.adapters.ducklake.spark.pruned_frames import PrunableDataFrame, prunable
+
+    catalog, lk = lake
+    names = LakeNames(spark, lk)
+    names.refresh([("main", "t")])
+    df = prunable(spark.table("main.t"), "main.t", names.state, lambda refs: names.refresh(refs))
+    assert isinstance(df, PrunableDataFrame) and df.columns == spark.table("main.t").columns
+    with _only_files(lk, lambda lo, hi: lo == 100):  # only the file of ids 100-199 is left
+        got = sorted(r.id for r in df.filter((F.col("id") >= 120) & (F.col("id") < 130)).select("id").collect())
+        assert got == list(range(120, 130))
+        got = sorted(r.id for r in df.where("id BETWEEN 150 AND 152 OR id > 5000").collect())
+        assert got == [150, 151, 152]
+    assert got == sorted(r[0] for r in _duckdb(catalog, "SELECT id FROM main.t WHERE id BETWEEN 150 AND 152 OR id > 5000"))
+    # undecidable: every file read, the rows still DuckDB's
+    odd = sorted(r.id for r in df.filter(F.upper(F.col("label")) == "N350").collect())
+    assert odd == [r[0] for r in _duckdb(catalog, "SELECT id FROM main.t WHERE upper(label) = 'N350'")] == []
+    got = sorted(r.id for r in df.filter(F.col("id") > 340).collect())
+    assert got == sorted(r[0] for r in _duckdb(catalog, "SELECT id FROM main.t WHERE id > 340"))

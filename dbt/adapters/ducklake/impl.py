@@ -30,6 +30,7 @@ from .lake.scan import row_count
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
 from .spark.names import table_refs
+from .spark.pruned_frames import prunable
 from .spark.types import to_spark
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -343,7 +344,10 @@ class DuckLakeAdapter(SparkAdapter):
 
         def load(rel: python_models.Relation) -> Any:
             rt.names.refresh([(rel.schema.lower(), rel.identifier.lower())], h.creds.schema)
-            return rt.spark.table(f"{self.quote(rel.schema)}.{self.quote(rel.identifier)}")
+            name = f"{self.quote(rel.schema)}.{self.quote(rel.identifier)}"
+            # filters on it skip files by catalog statistics, as a SQL model's WHERE does
+            return prunable(rt.spark.table(name), name, rt.names.state,
+                            lambda refs: rt.names.refresh(refs, h.creds.schema))
 
         def relation(rel: python_models.Relation) -> BaseRelation:
             return self.Relation.create(schema=rel.schema, identifier=rel.identifier, type=RelationType.Table)

@@ -22,6 +22,9 @@ _OPS: dict[type[exp.Expression], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<"
                                          exp.GTE: ">="}
 _TEXT_TYPES = frozenset({"varchar", "json"})
 _TEMPORAL = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"})
+_INTEGRAL = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+_INTEGRAL_CASTS = {exp.DataType.Type.TINYINT: 7, exp.DataType.Type.SMALLINT: 15, exp.DataType.Type.INT: 31,
+                   exp.DataType.Type.BIGINT: 63}  # bits of magnitude: an out-of-range literal is not read
 _TEMPORAL_CASTS = frozenset({exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ,
                              exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.DATETIME})
 
@@ -125,6 +128,9 @@ class _Translator:
             return None
         t = parse_type(col.type)
         node = unparen(node)
+        exact = _exact_numeric_cast(node, t)
+        if exact is not None:
+            return exact
         if isinstance(node, (exp.Cast, exp.TryCast)):
             if node.to.this not in _TEMPORAL_CASTS or t not in _TEMPORAL:
                 return None
@@ -145,3 +151,32 @@ class _Translator:
         if t in _TEXT_TYPES or t in _TEMPORAL or t in ("boolean", "blob"):
             return None  # a number against text or time: Spark compares after casting the column, not the literal
         return f"-{text}" if negative else text
+
+
+def _exact_numeric_cast(node: exp.Expression, t: str) -> str | None:
+    """The text of a number literal cast to a numeric type without changing its value, for a column of numeric
+    type t; None for anything else. Spark's analysis writes `id >= CAST(120 AS BIGINT)` for `id >= 120` (a filter
+    of a DataFrame comes here as analyzed SQL), and a cast that rounds (CAST(1.5 AS INT)) must not be read as 1.5."""
+    if not isinstance(node, exp.Cast):  # sqlglot reads Spark's CAST as TryCast: the same for an in-range literal
+        return None
+    inner = unparen(node.this)
+    negative = isinstance(inner, exp.Neg)
+    if negative:
+        inner = unparen(inner.this)
+    if not isinstance(inner, exp.Literal) or inner.is_string:
+        return None
+    text = str(inner.this)
+    to = node.to.this
+    if to in _INTEGRAL_CASTS:
+        bits = _INTEGRAL_CASTS[to]
+        ok = t in _INTEGRAL and text.isdigit() and -(2 ** bits) <= int(f"-{text}" if negative else text) < 2 ** bits
+    elif to == exp.DataType.Type.DECIMAL and (t.startswith("decimal(") or t in _INTEGRAL):
+        params = [p.name for p in node.to.expressions]
+        scale = int(params[1]) if len(params) > 1 and params[1].isdigit() else 0
+        whole, _, frac = text.partition(".")
+        ok = whole.isdigit() and (not frac or (frac.isdigit() and len(frac.rstrip("0")) <= scale))
+    elif to == exp.DataType.Type.DOUBLE:
+        ok = t in ("float64", "double") and text.replace(".", "", 1).isdigit()
+    else:
+        ok = False
+    return (f"-{text}" if negative else text) if ok else None
