@@ -231,10 +231,6 @@ def encoding_of(table: TableInfo) -> Callable[[FileScanTask], Encoding]:
 
 def _manifest_sql(name: str, present: frozenset[int], encoding: Encoding, deletes: str | None, table: TableInfo,
                   snapshot_id: int, partial: bool, locators: bool) -> str:
-    failing = manifest.unreadable_sql(table, encoding, [f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS]
-                                      if locators else ())
-    if failing is not None:
-        return failing
     cols = manifest.columns_sql(table, present, encoding)
     inner = f"SELECT *, {manifest.file_id_sql()} AS {FILE}, _metadata.row_index AS {POS}"
     if locators:

@@ -23,7 +23,7 @@ FIELD_ID_KEY = "parquet.field.id"
 # TIMESTAMP(MICROS)); files of tables holding them are grouped by encoding, read from their footers
 VARYING = frozenset({"int128", "uint128", "timestamp_ns", "geometry", "variant"})
 # DuckDB writes these with Parquet logical types (GEOMETRY, VARIANT) that Spark 4.0's parquet-java 1.15 cannot parse:
-# a file holding one cannot be opened at all, whichever columns a query selects
+# a file holding one cannot be opened at all, whichever columns a query selects; Spark reads a copy (spark/readable.py)
 UNOPENABLE = frozenset({"geometry", "variant"})
 Encoding = tuple[tuple[int, str], ...]  # sorted (column id, kind) of the VARYING leaves a file holds
 _EPOCH_NTZ = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
@@ -68,6 +68,8 @@ def encoding_kind(type_: str, t: pa.DataType) -> str:
         return "double" if pa.types.is_floating(t) else "decimal"
     if type_ == "timestamp_ns":
         return "ns" if pa.types.is_timestamp(t) and t.unit == "ns" else "us"
+    if type_ == "geometry" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return "text"  # WKT, as this adapter writes it: Spark opens the file
     return "opaque"
 
 
@@ -78,11 +80,12 @@ def unopenable(encoding: Encoding, columns: Sequence[Column]) -> Column | None:
 
 
 def unopenable_message(table: str, col: Column) -> str:
-    """Why a table's files cannot be read by Spark, and the way out."""
-    way = "ST_AsWKB(c) for WKB, or c::VARCHAR for WKT" if col.type == "geometry" else "c::JSON"
+    """Why a table's remote files cannot be read by Spark (local ones are read through copies), and the way out."""
+    way = "ST_AsText(c) for WKT" if col.type == "geometry" else "c::JSON"
     return (f"table {table}: column {col.name!r} has DuckLake type {col.type}; DuckDB stores it in Parquet with a "
-            f"logical type that Spark 4.0's Parquet reader cannot open, so no column of these files can be read by "
-            f"Spark; in DuckDB, copy the table with the column cast ({way}) and read the copy")
+            f"logical type that Spark 4.0's Parquet reader cannot open, and files on remote storage are not copied "
+            f"to a readable form, so no column of these files can be read by Spark; in DuckDB, copy the table with "
+            f"the column cast ({way}) and read the copy")
 
 
 # ---------------------------------------------------------------------------------------------- reading types
@@ -101,8 +104,12 @@ def reading_type(col: Column, enc: dict[int, str], user: T.DataType) -> T.DataTy
         fields = user.fields  # type: ignore[attr-defined]
         return T.StructType([T.StructField(c.name, reading_type(c, enc, f.dataType), True,
                                            {FIELD_ID_KEY: c.column_id}) for c, f in zip(col.children, fields, strict=True)])
-    if t in ("uuid", "interval", "geometry", "variant"):
+    if t in ("uuid", "interval"):
         return T.BinaryType()
+    if t == "geometry":
+        return T.StringType()  # WKT (readable copies of DuckDB's files, and this adapter's)
+    if t == "variant":
+        return T.VariantType()
     if t in ("time", "timetz", "time_ns"):
         return T.LongType()
     if t == "timestamp_ns":
@@ -164,7 +171,8 @@ def _project_leaf(col: Column, ref: str, enc: dict[int, str]) -> str:
     if t in ("int128", "uint128") and enc.get(col.column_id) == "double":
         return wide_integer_from_double_sql(ref, col.name, t)
     if t == "variant":
-        return f"CAST({ref} AS STRING)"  # only ever NULL here: files holding a variant cannot be opened
+        # DuckDB's variant::JSON; a variant NULL is DuckDB's SQL NULL (how it stores an inserted NULL)
+        return f"CASE WHEN is_variant_null({ref}) THEN NULL ELSE to_json({ref}) END"
     return ref
 
 
