@@ -185,7 +185,8 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
         con.execute(f"INSERT INTO lake.gv VALUES {rows}, ({n}, NULL, NULL, NULL, NULL)")
         con.execute("DELETE FROM lake.gv WHERE id = 1")
         expected = con.execute("SELECT id, g::VARCHAR, CASE WHEN v IS NULL THEN NULL ELSE v::JSON::VARCHAR END, "
-                               "gl::VARCHAR[], {'g': gs.g::VARCHAR, 'n': gs.n} FROM lake.gv ORDER BY id").fetchall()
+                               "gl::VARCHAR[], CASE WHEN gs IS NOT NULL THEN {'g': gs.g::VARCHAR, 'n': gs.n} END FROM lake.gv "
+                               "ORDER BY id").fetchall()
     lake = DuckLake.open(catalog)
     state = lake.snapshot()
     df = read_table(spark, state, state.table("main", "gv"))
@@ -205,7 +206,9 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
                             "'gv_copy' ORDER BY ordinal_position").fetchall()
         assert kinds == [("id", "INTEGER"), ("g", "GEOMETRY"), ("v", "JSON"), ("gl", "GEOMETRY[]"),
                          ("gs", "STRUCT(g GEOMETRY, n INTEGER)")]
-        src = con.execute("SELECT id, g, v::JSON, gl, gs FROM lake.gv ORDER BY id").fetchall()
+        # (DuckDB casts a NULL variant to the JSON text 'null', though `v IS NULL`: the copy holds NULL)
+        src = con.execute("SELECT id, g, CASE WHEN v IS NOT NULL THEN v::JSON END, gl, gs FROM lake.gv "
+                          "ORDER BY id").fetchall()
         copy = con.execute("SELECT id, g, v, gl, gs FROM lake.gv_copy ORDER BY id").fetchall()
         assert copy == src + [(i + 100, *rest) for i, *rest in src]
     # the copy (Spark's files: WKT text) reads as the source does
