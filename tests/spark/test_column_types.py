@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import write
+from dbt.adapters.ducklake.spark import scan, write
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.support.reference import attached
 
@@ -106,7 +106,14 @@ def test_each_type_reads_as_documented_and_copies_back(spark: SparkSession, sour
                 assert got == expected + [(i + 100, v) for i, v in expected], copy
 
 
-def test_values_as_spark_shows_them(spark: SparkSession, source: str) -> None:
+# "footer": every file read by the footer-based path (name-mapped files, remote storage), with its own explicit schema
+READERS = pytest.mark.parametrize("reader", ["manifest", "footer"])
+
+
+@READERS
+def test_values_as_spark_shows_them(spark: SparkSession, source: str, reader: str,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
     state = DuckLake.open(source).snapshot()
     for suffix in ("", "_inl"):
         def rows(name: str) -> list[Any]:
@@ -128,9 +135,12 @@ def test_values_as_spark_shows_them(spark: SparkSession, source: str) -> None:
                                                    "10:00:00+00", {"months": 0, "days": 1, "micros": 2_000_000})
 
 
-def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path) -> None:
+@READERS
+def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path, reader: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """All types in one table: a query of some columns reads them; GEOMETRY and VARIANT files (which Spark 4.0 cannot
     open) are read through readable copies, and a table whose files predate the column reads."""
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     cols = ", ".join(f"c_{n} {t}" for n, (t, _) in TYPES.items())
     values = ", ".join(v[0] for _, v in TYPES.values())
@@ -173,7 +183,11 @@ VARIANTS = ["42::VARIANT", "'text'::VARIANT", "{'k': [1, 2], 'z': 'q'}::VARIANT"
             "[1.5, NULL]::VARIANT", "true::VARIANT", "'{\"a\": {\"b\": null}}'::JSON::VARIANT", "3.25::DECIMAL(9,2)::VARIANT"]
 
 
-def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: SparkSession, tmp_path: Path) -> None:
+@READERS
+def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: SparkSession, tmp_path: Path,
+                                                                       reader: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     n = max(len(GEOMETRIES), len(VARIANTS))
     rows = ", ".join(f"({i}, {GEOMETRIES[i] if i < len(GEOMETRIES) else 'NULL'}, "

@@ -19,7 +19,7 @@ from ..lake.lake import DuckLake
 from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask
 from . import manifest, scan
-from .scan import POS, _physical_schema, _projection, file_uri
+from .scan import POS, _physical_schema, _projection, file_uri, footer_relation
 from .sql_literals import ident, literal
 from .type_readings import Encoding
 
@@ -58,7 +58,7 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
         snap = ident(SNAPSHOT_COLUMN) if ins.per_row_snapshots else str(f.begin_snapshot)
         parts.append(
             f"SELECT CAST({snap} AS BIGINT) AS snapshot_id, CAST({rowid} AS BIGINT) AS rowid, 'i' AS kind, {', '.join(proj)} "
-            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}) "
+            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM {_source(spark, f)}) "
             f"WHERE {snap} BETWEEN {start} AND {end}"
         )
     for de in del_rest:
@@ -67,7 +67,7 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
         values = ", ".join(f"({p}, {s})" for p, s in de.positions)
         parts.append(
             f"SELECT CAST(d.snap AS BIGINT) AS snapshot_id, CAST({rowid} AS BIGINT) AS rowid, 'd' AS kind, {', '.join(proj)} "
-            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}) x "
+            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM {_source(spark, f)}) x "
             f"JOIN (SELECT * FROM VALUES {values} AS d(pos, snap)) d ON x.{POS} = d.pos"
         )
     if plan.inlined_inserts or plan.inlined_deletes:
@@ -151,6 +151,11 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
                        f"'d' AS kind, {', '.join(proj)} FROM ({inner} FROM {name}) x JOIN {positions} d "
                        f"ON d.__ducklake_data_file = x.{manifest.FILE} AND d.pos = x.{POS}")
     return out
+
+
+def _source(spark: SparkSession, f: DataFile) -> str:
+    """A footer-based read of one file, with the explicit schema of its fields (scan.footer_relation)."""
+    return footer_relation(spark, file_uri(f.path), _physical_schema(f.path, f.file_size_bytes))
 
 
 def _file_parts(f: DataFile, cols: tuple[Column, ...], mappings: dict) -> tuple[tuple[str, ...], str]:

@@ -402,8 +402,9 @@ def _cleanup(root: str, keep: str) -> None:
             continue
 
 
-def spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
-    """A Spark catalog table (Parquet, this schema) over a manifest directory, named by both."""
+def spark_table(spark: SparkSession, path: str, schema: T.StructType, recursive: bool = True) -> str:
+    """A Spark catalog table (Parquet, this schema) over a manifest directory (or, not recursive, a file or a glob of
+    files), named by both."""
     name = f"{DATABASE}.m{hashlib.sha1((path + schema.json()).encode()).hexdigest()[:24]}"
     with _lock:
         if name in _created:
@@ -412,7 +413,8 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
         if not spark.catalog.tableExists(name):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
             # recursive: the manifest's subdirectories are links to chunk directories (see materialize)
-            spark.catalog.createTable(name, path=path, source="parquet", schema=schema, recursiveFileLookup="true")
+            options = {"recursiveFileLookup": "true"} if recursive else {}
+            spark.catalog.createTable(name, path=path, source="parquet", schema=schema, **options)
     except Exception:  # noqa: BLE001 - another thread of this session created it first
         if not spark.catalog.tableExists(name):
             raise

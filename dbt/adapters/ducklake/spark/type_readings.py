@@ -119,6 +119,58 @@ def reading_type(col: Column, enc: dict[int, str], user: T.DataType) -> T.DataTy
     return user
 
 
+def file_reading_schema(schema: pa.Schema) -> T.StructType:
+    """The explicit Spark schema a Parquet file is read with by its own field names (the footer-based path: name-mapped
+    files, remote storage), its physical values as `reading_type` reads them: Spark never infers a schema, so a
+    UUID/TIME/TIMESTAMP(NANOS)/INTERVAL field (which Spark's inference rejects) reads as bytes or ticks that
+    `project` turns into the column's value. Fields of a type Spark cannot read are left out (read as NULL)."""
+    fields = [T.StructField(f.name, t, True) for f in schema if (t := _reading_of_arrow(f.type)) is not None]
+    return T.StructType(fields)
+
+
+def _reading_of_arrow(t: pa.DataType) -> T.DataType | None:
+    if isinstance(t, pa.BaseExtensionType):  # arrow.uuid
+        return _reading_of_arrow(t.storage_type)
+    if pa.types.is_struct(t):
+        names = {t.field(i).name for i in range(t.num_fields)}
+        if names in ({"metadata", "value"}, {"metadata", "value", "typed_value"}):
+            return T.VariantType()  # a variant group (a readable copy of DuckDB's file: spark/readable.py)
+        kids = [T.StructField(t.field(i).name, k, True) for i in range(t.num_fields)
+                if (k := _reading_of_arrow(t.field(i).type)) is not None]
+        return T.StructType(kids) if kids else None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        e = _reading_of_arrow(t.value_type)
+        return None if e is None else T.ArrayType(e, True)
+    if pa.types.is_map(t):
+        k, v = _reading_of_arrow(t.key_type), _reading_of_arrow(t.item_type)
+        return None if k is None or v is None else T.MapType(k, v, True)
+    if pa.types.is_decimal(t):
+        return T.DecimalType(t.precision, t.scale) if t.precision <= 38 else None
+    if pa.types.is_timestamp(t):
+        if t.unit == "ns":
+            return T.LongType()  # nanoseconds since the epoch (timestamp_ns)
+        return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
+    if pa.types.is_time32(t):
+        return T.IntegerType()
+    if pa.types.is_time64(t):
+        return T.LongType()  # ticks since midnight (time, timetz)
+    for test, spark in _ARROW_SCALARS:
+        if test(t):
+            return spark()
+    return None
+
+
+_ARROW_SCALARS: list[tuple[Callable[[pa.DataType], bool], Callable[[], T.DataType]]] = [
+    (pa.types.is_boolean, T.BooleanType), (pa.types.is_int8, T.ByteType), (pa.types.is_int16, T.ShortType),
+    (pa.types.is_int32, T.IntegerType), (pa.types.is_int64, T.LongType), (pa.types.is_uint8, T.ShortType),
+    (pa.types.is_uint16, T.IntegerType), (pa.types.is_uint32, T.LongType),
+    (pa.types.is_uint64, lambda: T.DecimalType(20, 0)), (pa.types.is_float32, T.FloatType),
+    (pa.types.is_float64, T.DoubleType), (pa.types.is_string, T.StringType), (pa.types.is_large_string, T.StringType),
+    (pa.types.is_binary, T.BinaryType), (pa.types.is_large_binary, T.BinaryType),
+    (pa.types.is_fixed_size_binary, T.BinaryType), (pa.types.is_date32, T.DateType),
+]
+
+
 # ------------------------------------------------------------------------------------------------ projections
 
 def nested_sql(col: Column, ref: str, leaf: Callable[[Column, str], str], depth: int = 0) -> str:
