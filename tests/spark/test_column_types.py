@@ -158,6 +158,15 @@ def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path
     assert [tuple(r) for r in mixed.select("id", "s", "d").collect()] == [(1, "a", dt.date(2024, 1, 1))]
     assert mixed.select("c_uuid").collect()[0][0] == "00000000-0000-0000-0000-000000000000"
     assert [tuple(r) for r in read_table(spark, state, state.table("main", "geo")).collect()] == [(1, "POINT (1 2)")]
+    # an append from Spark (WKT text) next to DuckDB's file (WKB, read through a copy): both engines read both
+    lake = DuckLake.open(catalog)
+    write.append(spark, lake, "main", "geo", spark.sql("SELECT 2 AS id, 'LINESTRING (0 0, 1 1)' AS g"))
+    state = lake.snapshot()
+    assert sorted(tuple(r) for r in read_table(spark, state, state.table("main", "geo")).collect()) == \
+        [(1, "POINT (1 2)"), (2, "LINESTRING (0 0, 1 1)")]
+    with attached(catalog, data_path=str(tmp_path / "data"), read_only=True) as con:
+        assert con.execute("SELECT id, g::VARCHAR, ST_Length(g) FROM lake.geo ORDER BY id").fetchall() == \
+            [(1, "POINT (1 2)", 0.0), (2, "LINESTRING (0 0, 1 1)", 2 ** 0.5)]
     assert [tuple(r) for r in read_table(spark, state, state.table("main", "later")).collect()] == [(1, None)]
 
 
