@@ -15,12 +15,21 @@ class WKBError(ValueError):
     """Bytes that are not WKB."""
 
 
+_POINT_LE = b"\x01\x01\x00\x00\x00"  # a little-endian 2D point, the common case: read without the general parser
+_XY = struct.Struct("<dd")
+
+
 def to_wkt(data: bytes) -> str:
     """The WKT text DuckDB 1.5 prints for a WKB geometry.
 
     Raises:
         WKBError: the bytes are not WKB of a geometry DuckDB has.
     """
+    if len(data) == 21 and data[:5] == _POINT_LE:
+        x, y = _XY.unpack_from(data, 5)
+        if x != x and y != y:  # both NaN
+            return "POINT EMPTY"
+        return f"POINT ({_number(x)} {_number(y)})"
     try:
         text, _end, _empty = _parse(memoryview(data), 0)
     except (struct.error, IndexError) as e:
