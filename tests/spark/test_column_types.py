@@ -165,8 +165,8 @@ def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path
     assert sorted(tuple(r) for r in read_table(spark, state, state.table("main", "geo")).collect()) == \
         [(1, "POINT (1 2)"), (2, "LINESTRING (0 0, 1 1)")]
     with attached(catalog, data_path=str(tmp_path / "data"), read_only=True) as con:
-        assert con.execute("SELECT id, g::VARCHAR, ST_Length(g) FROM lake.geo ORDER BY id").fetchall() == \
-            [(1, "POINT (1 2)", 0.0), (2, "LINESTRING (0 0, 1 1)", 2 ** 0.5)]
+        assert con.execute("SELECT id, typeof(g), g::VARCHAR FROM lake.geo ORDER BY id").fetchall() == \
+            [(1, "GEOMETRY", "POINT (1 2)"), (2, "GEOMETRY", "LINESTRING (0 0, 1 1)")]
     assert [tuple(r) for r in read_table(spark, state, state.table("main", "later")).collect()] == [(1, None)]
 
 
