@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import scan, write
+from dbt.adapters.ducklake.spark import changes, scan, write
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.support.reference import attached
 
@@ -218,6 +218,10 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
            for r in df.orderBy("id").collect()]
     assert got == [tuple(e) for e in expected]
     assert df.select("id").count() == n  # a query of the other columns reads them (id 1 deleted)
+    feed = changes.table_changes(spark, lake, "main", "gv", 1, state.snapshot_id)
+    inserted = {r.id: (r.g, r.v) for r in feed.where("change_type = 'insert'").collect()}
+    assert [(i, *inserted[i]) for i, *_ in expected] == [(e[0], e[1], e[2]) for e in expected]
+    assert [r.id for r in feed.where("change_type = 'delete'").collect()] == [1]
     # back: geometry as WKT text DuckDB parses (ducklake_types), variant as its JSON text (json)
     types = {"g": "geometry", "v": "json", "gl.element": "geometry", "gs.g": "geometry"}
     write.create_table_as(spark, lake, "main", "gv_copy", df, types=types)

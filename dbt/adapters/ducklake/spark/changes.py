@@ -14,14 +14,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.changes import FileDeletions, FileInsertions, plan_changes
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
 from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask
 from . import manifest, scan
-from .scan import POS, _physical_schema, _projection, file_uri, footer_relation
+from .scan import POS, _physical_schema, _projection, file_uri, footer_relation, readable_file
 from .sql_literals import ident, literal
-from .type_readings import Encoding
+from .type_readings import Encoding, unopenable_message
 
 
 def table_changes(spark: SparkSession, lake: DuckLake, schema: str, table: str, start: int | dt.datetime,
@@ -52,8 +53,14 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
         f.data_file.mapping_id is not None for f in ins_rest) or any(
         f.data_file.mapping_id is not None for f in del_rest) else {}
     names = ", ".join(ident(c.name) for c in cols)
+    def readable(f: DataFile) -> DataFile:
+        f, blocked = readable_file(lake.data_path, plan.table, f)
+        if blocked is not None:
+            raise DuckLakeError(unopenable_message(f"{schema}.{table}", blocked))
+        return f
+
     for ins in ins_rest:
-        f = ins.data_file
+        f = readable(ins.data_file)
         proj, rowid = _file_parts(f, cols, mappings)
         snap = ident(SNAPSHOT_COLUMN) if ins.per_row_snapshots else str(f.begin_snapshot)
         parts.append(
@@ -62,7 +69,7 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
             f"WHERE {snap} BETWEEN {start} AND {end}"
         )
     for de in del_rest:
-        f = de.data_file
+        f = readable(de.data_file)
         proj, rowid = _file_parts(f, cols, mappings)
         values = ", ".join(f"({p}, {s})" for p, s in de.positions)
         parts.append(

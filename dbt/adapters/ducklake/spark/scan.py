@@ -27,7 +27,7 @@ from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
 from ..lake.paths import to_local
 from ..lake.pruning import Predicate
-from ..lake.records import Column, NameMapping, TableInfo
+from ..lake.records import Column, DataFile, NameMapping, TableInfo
 from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.state import LakeState
 from ..lake.types import parse_value
@@ -248,20 +248,29 @@ def _readable_tasks(data_path: str, table: TableInfo, tasks: list[FileScanTask]
     if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
         return tasks, None
     out, failing = [], None
-    encoding = encoding_of(table)
     for t in tasks:
-        col = unopenable(encoding(t), table.columns)
-        if col is None:
-            out.append(t)
-        elif "://" in t.data_file.path and not t.data_file.path.startswith("file://"):
+        f, col = readable_file(data_path, table, t.data_file)
+        if col is not None:
             failing = failing or col
         else:
-            f = t.data_file
-            target = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
-                                           [(f.path, f.file_size_bytes, encoding(t))])[f.path]
-            copy = dataclasses.replace(f, path=target, file_size_bytes=os.path.getsize(target))
-            out.append(dataclasses.replace(t, data_file=copy))
+            out.append(t if f is t.data_file else dataclasses.replace(t, data_file=f))
     return out, failing
+
+
+def readable_file(data_path: str, table: TableInfo, f: DataFile) -> tuple[DataFile, Column | None]:
+    """The data file as the footer-based path reads it: itself, or where Spark cannot open it (GEOMETRY/VARIANT
+    written by DuckDB) its readable copy; for a remote such file, itself and the column that blocks it."""
+    if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
+        return f, None
+    enc = file_encoding(_physical_schema(f.path, f.file_size_bytes), table.columns)
+    col = unopenable(enc, table.columns)
+    if col is None:
+        return f, None
+    if "://" in f.path and not f.path.startswith("file://"):
+        return f, col
+    target = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
+                                   [(f.path, f.file_size_bytes, enc)])[f.path]
+    return dataclasses.replace(f, path=target, file_size_bytes=os.path.getsize(target)), None
 
 
 def _failing_sql(table: TableInfo, col: Column, extra: Sequence[str]) -> str:
