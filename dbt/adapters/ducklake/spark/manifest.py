@@ -152,6 +152,8 @@ def link_targets(root: str, table: TableInfo, files: Sequence[tuple[str, int, En
     copies = [(to_local(p), s) for p, s, e in files if unopenable(e, table.columns) is not None]
     if copies:
         made = ensure_copies(root, copies, table.columns)
+        with _lock:
+            _in_use.update(made.values())  # read by this process: never removed by its own cleanup
         out.update({p: made[to_local(p)] for p, _s, e in files if unopenable(e, table.columns) is not None})
     return out
 
