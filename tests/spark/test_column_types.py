@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import changes, scan, write
+from dbt.adapters.ducklake.spark import changes, dml, scan, write
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.support.reference import attached
 
@@ -242,3 +242,10 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
     state = DuckLake.open(catalog).snapshot()
     back = read_table(spark, state, state.table("main", "gv_copy")).where("id < 100").orderBy("id").collect()
     assert [(r.id, r.g, r.gl) for r in back] == [(e[0], e[1], e[3]) for e in expected]
+    # DML on DuckDB's table: a DELETE (positions only) works, an UPDATE would rewrite rows holding a variant
+    with pytest.raises(Exception, match="variant cannot be written"):
+        dml.update_where(spark, lake, "main", "gv", {"g": "'POINT (0 0)'"}, "id = 0")
+    dml.delete_where(spark, lake, "main", "gv", "id = 2")
+    state = DuckLake.open(catalog).snapshot()
+    left = read_table(spark, state, state.table("main", "gv")).orderBy("id").collect()
+    assert [(r.id, r.g, r.v) for r in left] == [(e[0], e[1], e[2]) for e in expected if e[0] != 2]
