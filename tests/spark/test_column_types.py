@@ -249,3 +249,25 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
     state = DuckLake.open(catalog).snapshot()
     left = read_table(spark, state, state.table("main", "gv")).orderBy("id").collect()
     assert [(r.id, r.g, r.v) for r in left] == [(e[0], e[1], e[2]) for e in expected if e[0] != 2]
+
+
+def test_name_mapped_files_read_every_type(spark: SparkSession, tmp_path: Path) -> None:
+    """A file DuckDB added with ducklake_add_data_files (matched by a name mapping, so read by the footer-based path
+    with its own explicit schema) reads UUID/TIME/TIMESTAMP_NS/INTERVAL as the manifest path does."""
+    catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
+    path = tmp_path / "added.parquet"
+    cols = "id INTEGER, u UUID, t TIME, ns TIMESTAMP_NS, iv INTERVAL"
+    with attached(catalog, data_path=str(tmp_path / "data")) as con:
+        con.execute(f"COPY (SELECT 1::INTEGER AS id, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::UUID AS u, "
+                    f"TIME '12:34:56.5' AS t, TIMESTAMP_NS '2020-01-01 00:00:00.123456789' AS ns, "
+                    f"INTERVAL '14 months 2 days 3 seconds' AS iv) TO '{path}'")
+        con.execute(f"CREATE TABLE lake.added ({cols})")
+        con.execute(f"CALL ducklake_add_data_files('lake', 'added', '{path}')")
+        expected = con.execute("SELECT id, u::VARCHAR, t::VARCHAR, CAST(ns AS TIMESTAMP) FROM lake.added").fetchall()
+    state = DuckLake.open(catalog).snapshot()
+    info = state.table("main", "added")
+    assert all(f.mapping_id is not None for f in state.files(info))
+    rows = read_table(spark, state, info).collect()
+    assert [(r.id, r.u, r.t, r.ns) for r in rows] == expected
+    assert rows[0].iv.asDict() == {"months": 14, "days": 2, "micros": 3_000_000}
+    assert [tuple(r) for r in read_table(spark, state, info).select("id").collect()] == [(1,)]
