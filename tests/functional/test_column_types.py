@@ -95,3 +95,73 @@ class TestColumnTypes:
                             {"months": 14, "days": 2, "micros": 3_005_000}),
                            (101, "a", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "23:59:59.999999",
                             {"months": 14, "days": 2, "micros": 3_005_000})]
+
+
+# GEOMETRY and VARIANT (DuckDB's files of them are read through readable copies): read as WKT / JSON text, written
+# back as geometry (ducklake_types, from WKT) and json; on_schema_change adds columns with the model's ducklake_types.
+GEO_COPY = """
+{{ config(materialized='table', ducklake_types={'g': 'geometry', 'gl.element': 'geometry', 'v': 'json'}) }}
+select id, g, gl, v from src.gv
+"""
+GEO_APPEND = """
+{{ config(materialized='incremental', ducklake_types={'g': 'geometry', 'v': 'json'}) }}
+select id + {{ var('shift', 0) }} as id, g, v from src.gv
+"""
+GEO_OTHERS = """
+{{ config(materialized='table') }}
+select id, s, u from src.gv
+"""
+EVOLVE = """
+{{ config(materialized='incremental', on_schema_change=var('change', 'append_new_columns'),
+          ducklake_types=({'u': 'uuid', 'g': 'geometry', 'iv': 'interval'} if var('shift', 0) else {})) }}
+select id + {{ var('shift', 0) }} as id
+{%- if var('shift', 0) %}, u, g, named_struct('months', 1, 'days', 2, 'micros', id) as iv{% endif %}
+from src.gv
+"""
+
+
+class TestGeometryVariantAndSchemaChange:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"geo_copy.sql": GEO_COPY, "geo_append.sql": GEO_APPEND, "geo_others.sql": GEO_OTHERS,
+                "evolve.sql": EVOLVE, "evolve_sync.sql": EVOLVE.replace("var('change', 'append_new_columns')",
+                                                                        "'sync_all_columns'")}
+
+    def test_copies_and_added_columns(self, project: Any) -> None:
+        catalog, schema = project.adapter.config.credentials.catalog, project.test_schema
+        with reference.attached(catalog) as con:
+            con.execute("CREATE SCHEMA lake.src")
+            con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+            con.execute("CREATE TABLE lake.src.gv (id INTEGER, s VARCHAR, u UUID, g GEOMETRY, gl GEOMETRY[], "
+                        "v VARIANT)")
+            con.execute("""INSERT INTO lake.src.gv VALUES
+                (1, 'a', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'POINT(1 2)', ['LINESTRING(0 0, 1 1)', NULL],
+                 {'k': [1, 2], 'z': 'q'}::VARIANT),
+                (2, 'b', NULL, 'POLYGON((0 0, 1 0, 1 1, 0 0))', [], 42::VARIANT),
+                (3, NULL, 'ffffffff-ffff-ffff-ffff-ffffffffffff', NULL, NULL, NULL),
+                (4, 'd', NULL, 'POINT Z (1 2 3)', ['POINT EMPTY'], 'text'::VARIANT)""")
+        assert all(r.status == "success" for r in run_dbt(["run"]))
+        assert all(r.status == "success" for r in run_dbt(["run", "--select", "geo_append", "evolve", "evolve_sync",
+                                                          "--vars", "{shift: 100}"]))
+        with reference.attached(catalog, read_only=True) as con:
+            def types(model: str) -> list[tuple[str, str]]:
+                return con.execute(f"SELECT column_name, data_type FROM information_schema.columns WHERE "
+                                   f"table_schema = '{schema}' AND table_name = '{model}' "
+                                   f"ORDER BY ordinal_position").fetchall()
+
+            src = con.execute("SELECT id, g, gl, CASE WHEN v IS NOT NULL THEN v::JSON END FROM lake.src.gv "
+                              "ORDER BY id").fetchall()
+            assert types("geo_copy") == [("id", "INTEGER"), ("g", "GEOMETRY"), ("gl", "GEOMETRY[]"), ("v", "JSON")]
+            assert con.execute(f"SELECT id, g, gl, v FROM lake.{schema}.geo_copy ORDER BY id").fetchall() == src
+            got = con.execute(f"SELECT id, g, v FROM lake.{schema}.geo_append ORDER BY id").fetchall()
+            assert got == [(i, g, v) for i, g, _, v in src] + [(i + 100, g, v) for i, g, _, v in src]
+            assert con.execute(f"SELECT id, s, u FROM lake.{schema}.geo_others ORDER BY id").fetchall() == \
+                con.execute("SELECT id, s, u::VARCHAR FROM lake.src.gv ORDER BY id").fetchall()
+            for model in ("evolve", "evolve_sync"):
+                assert types(model) == [("id", "INTEGER"), ("u", "UUID"), ("g", "GEOMETRY"),
+                                        ("iv", "INTERVAL")], model
+                rows = con.execute(f"SELECT id, u, g, iv FROM lake.{schema}.{model} ORDER BY id").fetchall()
+                want = con.execute("SELECT id, NULL, NULL, NULL FROM lake.src.gv UNION ALL SELECT id + 100, u, g, "
+                                   "INTERVAL '1 month 2 days' + to_microseconds(id) FROM lake.src.gv "
+                                   "ORDER BY 1").fetchall()
+                assert rows == want, model

@@ -57,3 +57,11 @@ def test_clone_statements_name_their_source() -> None:
     assert route("create table ci.o shallow clone prod.o").clone_of == ("prod", "o")
     with pytest.raises(RoutingError, match="two-part source name"):
         route("create table ci.o clone o")
+
+
+def test_added_columns_carry_the_models_ducklake_types() -> None:
+    change = route("alter table s.t add columns (u string, g string, n int) "
+                   "tblproperties ('ducklake.types' = 'u=uuid,g=geometry')")
+    assert (change.kind, change.columns_ddl, change.types) == (
+        "add_columns", "u STRING, g STRING, n INT", (("u", "uuid"), ("g", "geometry")))
+    assert route("alter table s.t add columns (n int)").types == ()

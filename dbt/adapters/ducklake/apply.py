@@ -125,7 +125,7 @@ def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
         work.touched.add((schema.lower(), name.lower()))
         return -1
     if c.kind == "add_columns":
-        for col in _columns(spark, c.columns_ddl or ""):
+        for col in _columns(spark, c.columns_ddl or "", types=c.types):
             tx.add_column(schema, name, col)
         return -1
     if c.kind == "drop_column":

@@ -301,6 +301,16 @@ def _types(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _alter_types(tree: exp.Alter) -> tuple[tuple[str, str], ...]:
+    """The DuckLake types of added columns: `ALTER TABLE t ADD COLUMNS (...) TBLPROPERTIES ('ducklake.types' = ...)`
+    (how the incremental materialization's on_schema_change applies the model's ducklake_types)."""
+    for p in tree.args.get("options") or []:
+        if type(p) is exp.Property and p.name.lower() == TYPES_PROPERTY:
+            value = p.args.get("value")
+            return _types(value.name if isinstance(value, exp.Literal) else str(value))
+    return ()
+
+
 def _properties(tree: exp.Create) -> tuple[tuple[str, ...], str | None, bool, tuple[tuple[str, str], ...]]:
     parts: tuple[str, ...] = ()
     comment = None
@@ -502,10 +512,10 @@ def _alter(tree: exp.Alter) -> Change | None:
         return Change("rename", schema, name, new_name=new_name)
     if isinstance(a, exp.ColumnDef):
         ddl = ", ".join(_column_ddl(x) for x in actions if isinstance(x, exp.ColumnDef))
-        return Change("add_columns", schema, name, columns_ddl=ddl)
+        return Change("add_columns", schema, name, columns_ddl=ddl, types=_alter_types(tree))
     if isinstance(a, exp.Schema):
         ddl = ", ".join(_column_ddl(x) for x in a.expressions if isinstance(x, exp.ColumnDef))
-        return Change("add_columns", schema, name, columns_ddl=ddl)
+        return Change("add_columns", schema, name, columns_ddl=ddl, types=_alter_types(tree))
     if isinstance(a, exp.AlterColumn):
         col = a.this.name
         if a.args.get("comment") is not None:

@@ -14,15 +14,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.changes import FileDeletions, FileInsertions, plan_changes
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
-from ..lake.paths import to_local
 from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask
 from . import manifest, scan
-from .scan import POS, _physical_schema, _projection, file_uri
+from .scan import POS, _physical_schema, _projection, file_uri, footer_relation, readable_file
 from .sql_literals import ident, literal
-from .type_readings import Encoding
+from .type_readings import Encoding, unopenable_message
 
 
 def table_changes(spark: SparkSession, lake: DuckLake, schema: str, table: str, start: int | dt.datetime,
@@ -53,22 +53,28 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
         f.data_file.mapping_id is not None for f in ins_rest) or any(
         f.data_file.mapping_id is not None for f in del_rest) else {}
     names = ", ".join(ident(c.name) for c in cols)
+    def readable(f: DataFile) -> DataFile:
+        f, blocked = readable_file(lake.data_path, plan.table, f)
+        if blocked is not None:
+            raise DuckLakeError(unopenable_message(f"{schema}.{table}", blocked))
+        return f
+
     for ins in ins_rest:
-        f = ins.data_file
+        f = readable(ins.data_file)
         proj, rowid = _file_parts(f, cols, mappings)
         snap = ident(SNAPSHOT_COLUMN) if ins.per_row_snapshots else str(f.begin_snapshot)
         parts.append(
             f"SELECT CAST({snap} AS BIGINT) AS snapshot_id, CAST({rowid} AS BIGINT) AS rowid, 'i' AS kind, {', '.join(proj)} "
-            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}) "
+            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM {_source(spark, f)}) "
             f"WHERE {snap} BETWEEN {start} AND {end}"
         )
     for de in del_rest:
-        f = de.data_file
+        f = readable(de.data_file)
         proj, rowid = _file_parts(f, cols, mappings)
         values = ", ".join(f"({p}, {s})" for p, s in de.positions)
         parts.append(
             f"SELECT CAST(d.snap AS BIGINT) AS snapshot_id, CAST({rowid} AS BIGINT) AS rowid, 'd' AS kind, {', '.join(proj)} "
-            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM parquet.{ident(file_uri(f.path))}) x "
+            f"FROM (SELECT *, _metadata.row_index AS {POS} FROM {_source(spark, f)}) x "
             f"JOIN (SELECT * FROM VALUES {values} AS d(pos, snap)) d ON x.{POS} = d.pos"
         )
     if plan.inlined_inserts or plan.inlined_deletes:
@@ -114,7 +120,9 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
             encodings.append(e)
         # no glob characters: it is a Hadoop path
         sub = kind + "_".join(str(c) for c in sorted(p)) + f"e{encodings.index(e)}"
-        links.setdefault(sub, []).append((name, to_local(f.path)))
+        root = manifest.table_root(data_path, info.table_id)
+        target = manifest.link_targets(root, info, [(f.path, f.file_size_bytes, e)])[f.path]  # a copy: readable.py
+        links.setdefault(sub, []).append((name, target))
         present[sub] = (p, e)
 
     for ins in insertions:
@@ -134,11 +142,6 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
     out = []
     for sub in sorted(links):
         p, e = present[sub]
-        failing = manifest.unreadable_sql(info, e, ["CAST(NULL AS BIGINT) AS snapshot_id",
-                                                     "CAST(NULL AS BIGINT) AS rowid", "'i' AS kind"])
-        if failing is not None:
-            out.append(failing)
-            continue
         name = manifest.spark_table(spark, os.path.join(directory, sub), manifest.data_schema(cols, e))
         proj = manifest.columns_sql(info, p, e)
         rowid = f"coalesce(x.{ident(ROW_ID_COLUMN)}, x.__ducklake_start + x.{POS})"
@@ -155,6 +158,11 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
                        f"'d' AS kind, {', '.join(proj)} FROM ({inner} FROM {name}) x JOIN {positions} d "
                        f"ON d.__ducklake_data_file = x.{manifest.FILE} AND d.pos = x.{POS}")
     return out
+
+
+def _source(spark: SparkSession, f: DataFile) -> str:
+    """A footer-based read of one file, with the explicit schema of its fields (scan.footer_relation)."""
+    return footer_relation(spark, file_uri(f.path), _physical_schema(f.path, f.file_size_bytes))
 
 
 def _file_parts(f: DataFile, cols: tuple[Column, ...], mappings: dict) -> tuple[tuple[str, ...], str]:

@@ -43,8 +43,9 @@ from ..lake.maintenance import SPARK_MANIFESTS
 from ..lake.paths import to_local
 from ..lake.records import Column, DeleteFile, TableInfo
 from ..lake.scan import FileScanTask
+from .readable import READABLE, ensure_copies
 from .sql_literals import ident
-from .type_readings import Encoding, project, reading_type, unopenable, unopenable_message
+from .type_readings import Encoding, project, reading_type, unopenable
 from .types import FIELD_ID_KEY, spark_field
 
 DATABASE = "_ducklake_manifests"
@@ -144,17 +145,17 @@ def columns_sql(table: TableInfo, present: frozenset[int], encoding: Encoding, r
     return out
 
 
-def unreadable_sql(table: TableInfo, encoding: Encoding, extra: Sequence[str] = ()) -> str | None:
-    """A SELECT (extra columns, then the table's) that fails naming the column, when files of this encoding hold one
-    Spark cannot open them with (type_readings.UNOPENABLE); None otherwise."""
-    from .sql_literals import literal, string_literal
-
-    col = unopenable(encoding, table.columns)
-    if col is None:
-        return None
-    msg = string_literal(unopenable_message(f"{table.schema_name}.{table.name}", col))
-    nulls = [*extra, *(f"{literal(None, c)} AS {ident(c.name)}" for c in table.columns)]
-    return f"SELECT {', '.join(nulls)} FROM range(1) WHERE raise_error({msg}) IS NULL"
+def link_targets(root: str, table: TableInfo, files: Sequence[tuple[str, int, Encoding]]) -> dict[str, str]:
+    """What a manifest links for each (path, size, encoding) data file: the file itself, or, where Spark cannot open
+    it (type_readings.UNOPENABLE: DuckDB's GEOMETRY / VARIANT columns), its readable copy (spark/readable.py)."""
+    out = {p: to_local(p) for p, _s, _e in files}
+    copies = [(to_local(p), s) for p, s, e in files if unopenable(e, table.columns) is not None]
+    if copies:
+        made = ensure_copies(root, copies, table.columns)
+        with _lock:
+            _in_use.update(made.values())  # read by this process: never removed by its own cleanup
+        out.update({p: made[to_local(p)] for p, _s, e in files if unopenable(e, table.columns) is not None})
+    return out
 
 
 def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequence[FileScanTask],
@@ -165,17 +166,20 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     groups: dict[tuple[frozenset[int], Encoding], list[tuple[str, str]]] = {}
     deletes: list[DeleteFile] = []
     inlined: list[tuple[int, int, int]] = []
+    root = table_root(data_path, table.table_id)
+    encodings = {id(t): encoding_of(t) for t in tasks}
+    targets = link_targets(root, table, [(t.data_file.path, t.data_file.file_size_bytes, encodings[id(t)])
+                                         for t in tasks])
     for t in tasks:
         f = t.data_file
-        groups.setdefault((present_defaults(t, defaults), encoding_of(t)), []).append(
-            (f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet", to_local(f.path)))
+        groups.setdefault((present_defaults(t, defaults), encodings[id(t)]), []).append(
+            (f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet", targets[f.path]))
         d = f.delete_file
         if d is not None and d.begin_snapshot <= snapshot_id:
             deletes.append(d)
         inlined += [(f.data_file_id, p, begin) for p, begin in f.inlined_deletes if begin <= snapshot_id]
     order = sorted(groups, key=lambda p: (sorted(p[0]), p[1]))
     links = {f"g{i}": groups[p] for i, p in enumerate(order)}
-    root = _table_root(data_path, table.table_id)
     tables: dict[str, tuple[str, Callable[[], pa.Table]]] = {}
     if deletes or inlined:
         key = repr((sorted((d.delete_file_id, d.path) for d in deletes), sorted(inlined)))
@@ -283,7 +287,8 @@ def _from_earlier_manifest(root: str, wanted: set[int]) -> dict[int, tuple[pa.Ar
     return out
 
 
-def _table_root(data_path: str, table_id: int) -> str:
+def table_root(data_path: str, table_id: int) -> str:
+    """The directory of a table's manifests (and of its readable copies)."""
     return os.path.join(to_local(data_path), SPARK_MANIFESTS, f"t{table_id}")
 
 
@@ -298,7 +303,7 @@ def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, 
     of a table that gained or lost a few files makes a few hundred links, not one per file (Spark lists them
     recursively, following the chunk links)."""
     tables = tables or {}
-    root = _table_root(data_path, table_id)
+    root = table_root(data_path, table_id)
     chunked: dict[str, list[tuple[str, str]]] = {}
     chunks: dict[str, list[tuple[str, str]]] = {}
     for sub in sorted(links):
@@ -321,6 +326,7 @@ def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, 
     _materialize(directory, chunked, tables)
     _cleanup(root, directory)
     _cleanup(os.path.join(root, CHUNKS), "")
+    _cleanup(os.path.join(root, READABLE), "")
     return directory
 
 
@@ -386,17 +392,21 @@ def _cleanup(root: str, keep: str) -> None:
         return
     for name in entries:
         path = os.path.join(root, name)
-        if path == keep or path in in_use or name == CHUNKS:
+        if path == keep or path in in_use or name in (CHUNKS, READABLE):
             continue
         try:
             if now - os.stat(path, follow_symlinks=False).st_mtime > KEEP_UNUSED_SECONDS:
-                shutil.rmtree(path, ignore_errors=True)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)  # a readable copy
         except OSError:
             continue
 
 
-def spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
-    """A Spark catalog table (Parquet, this schema) over a manifest directory, named by both."""
+def spark_table(spark: SparkSession, path: str, schema: T.StructType, recursive: bool = True) -> str:
+    """A Spark catalog table (Parquet, this schema) over a manifest directory (or, not recursive, a file or a glob of
+    files), named by both."""
     name = f"{DATABASE}.m{hashlib.sha1((path + schema.json()).encode()).hexdigest()[:24]}"
     with _lock:
         if name in _created:
@@ -405,7 +415,8 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType) -> str:
         if not spark.catalog.tableExists(name):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
             # recursive: the manifest's subdirectories are links to chunk directories (see materialize)
-            spark.catalog.createTable(name, path=path, source="parquet", schema=schema, recursiveFileLookup="true")
+            options = {"recursiveFileLookup": "true"} if recursive else {}
+            spark.catalog.createTable(name, path=path, source="parquet", schema=schema, **options)
     except Exception:  # noqa: BLE001 - another thread of this session created it first
         if not spark.catalog.tableExists(name):
             raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,14 +27,25 @@ from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
 from ..lake.paths import to_local
 from ..lake.pruning import Predicate
-from ..lake.records import Column, NameMapping, TableInfo
+from ..lake.records import Column, DataFile, NameMapping, TableInfo
 from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.state import LakeState
 from ..lake.types import parse_value
 from . import manifest
 from .manifest import FILE, RID
 from .sql_literals import ident, literal, string_literal
-from .type_readings import VARYING, Encoding, encoding_kind, file_encoding, project, varying
+from .type_readings import (
+    UNOPENABLE,
+    VARYING,
+    Encoding,
+    encoding_kind,
+    file_encoding,
+    file_reading_schema,
+    project,
+    unopenable,
+    unopenable_message,
+    varying,
+)
 from .types import spark_schema, to_spark
 
 _FID = b"PARQUET:field_id"
@@ -111,8 +123,10 @@ def _project(col: Column, phys: pa.Field, ref: str, m: _Mapper, key: int | None,
                 same = False
                 continue
             pf, ckey = found
-            same = same and fields.index(pf) == pos
-            parts.append(f"{string_literal(child.name)}, {_project(child, pf, f'{ref}.{ident(pf.name)}', m, ckey, depth)}")
+            cref = f'{ref}.{ident(pf.name)}'
+            expr = _project(child, pf, cref, m, ckey, depth)
+            same = same and fields.index(pf) == pos and expr == f"CAST({cref} AS {to_spark(child).simpleString()})"
+            parts.append(f"{string_literal(child.name)}, {expr}")
         if same:
             return f"CAST({ref} AS {target})"  # struct casts go by position: fine when only names differ
         return f"CASE WHEN {ref} IS NULL THEN NULL ELSE named_struct({', '.join(parts)}) END"
@@ -216,10 +230,64 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
         out += [_manifest_sql(name, present, enc, m.deletes, table, plan.snapshot_id, partial, locators)
                 for name, present, enc in m.data]
     if rest:
+        rest, failing = _readable_tasks(state.data_path, table, rest)
+        if failing is not None:
+            extra = [f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS] if locators else []
+            out.append(_failing_sql(table, failing, extra))
         legacy = ScanPlan(plan.table, plan.snapshot_id, tuple(rest))
-        out += [group_sql(g, plan.snapshot_id, locators=locators)
+        out += [group_sql(g, plan.snapshot_id, locators=locators, spark=spark)
                 for g in file_groups(table.columns, legacy, keyed=locators)]
     return out
+
+
+def _readable_tasks(data_path: str, table: TableInfo, tasks: list[FileScanTask]
+                    ) -> tuple[list[FileScanTask], Column | None]:
+    """Tasks of the footer-based path with each local file Spark cannot open (GEOMETRY/VARIANT written by DuckDB)
+    replaced by its readable copy (spark/readable.py; same rows, positions and field ids); a remote one is left out
+    and its column returned (the read fails naming it)."""
+    if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
+        return tasks, None
+    out, failing = [], None
+    for t in tasks:
+        f, col = readable_file(data_path, table, t.data_file)
+        if col is not None:
+            failing = failing or col
+        else:
+            out.append(t if f is t.data_file else dataclasses.replace(t, data_file=f))
+    return out, failing
+
+
+def readable_file(data_path: str, table: TableInfo, f: DataFile) -> tuple[DataFile, Column | None]:
+    """The data file as the footer-based path reads it: itself, or where Spark cannot open it (GEOMETRY/VARIANT
+    written by DuckDB) its readable copy; for a remote such file, itself and the column that blocks it."""
+    if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
+        return f, None
+    enc = file_encoding(_physical_schema(f.path, f.file_size_bytes), table.columns)
+    col = unopenable(enc, table.columns)
+    if col is None:
+        return f, None
+    if "://" in f.path and not f.path.startswith("file://"):
+        return f, col
+    target = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
+                                   [(f.path, f.file_size_bytes, enc)])[f.path]
+    return dataclasses.replace(f, path=target, file_size_bytes=os.path.getsize(target)), None
+
+
+def _failing_sql(table: TableInfo, col: Column, extra: Sequence[str]) -> str:
+    """A SELECT (extra columns, then the table's) that fails naming the column Spark cannot open files of."""
+    msg = string_literal(unopenable_message(f"{table.schema_name}.{table.name}", col))
+    nulls = [*extra, *(f"{literal(None, c)} AS {ident(c.name)}" for c in table.columns)]
+    return f"SELECT {', '.join(nulls)} FROM range(1) WHERE raise_error({msg}) IS NULL"
+
+
+def footer_relation(spark: SparkSession | None, source: str, schema: pa.Schema) -> str:
+    """What Spark SQL reads a Parquet source (a file or a dir/{a,b} glob of one layout) of the footer-based path as: a
+    catalog table with an explicit schema of the file's fields as they are read (type_readings.file_reading_schema),
+    so Spark never infers one (it rejects UUID, TIME, TIMESTAMP(NANOS) and INTERVAL fields even when not selected).
+    Without a session (SQL built for another process), `parquet.<source>` with Spark's inferred schema."""
+    if spark is None:
+        return f"parquet.{ident(source)}"
+    return manifest.spark_table(spark, source, file_reading_schema(schema), recursive=False)
 
 
 def encoding_of(table: TableInfo) -> Callable[[FileScanTask], Encoding]:
@@ -231,10 +299,6 @@ def encoding_of(table: TableInfo) -> Callable[[FileScanTask], Encoding]:
 
 def _manifest_sql(name: str, present: frozenset[int], encoding: Encoding, deletes: str | None, table: TableInfo,
                   snapshot_id: int, partial: bool, locators: bool) -> str:
-    failing = manifest.unreadable_sql(table, encoding, [f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS]
-                                      if locators else ())
-    if failing is not None:
-        return failing
     cols = manifest.columns_sql(table, present, encoding)
     inner = f"SELECT *, {manifest.file_id_sql()} AS {FILE}, _metadata.row_index AS {POS}"
     if locators:
@@ -355,12 +419,12 @@ def _distinct_sizes(tasks: list[FileScanTask]) -> list[list[FileScanTask]]:
 LOCATORS = (FILE, POS, RID)
 
 
-def group_sql(g: FileGroup, snapshot_id: int, locators: bool = False) -> str:
+def group_sql(g: FileGroup, snapshot_id: int, locators: bool = False, spark: SparkSession | None = None) -> str:
     """One group's live rows: the table's columns, and with locators also the LOCATORS in front."""
     where = [f"{ident(SNAPSHOT_COLUMN)} <= {g.max_snapshot}"] if g.max_snapshot is not None else []
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     deleted = _deleted_keys_sql(g, snapshot_id)
-    source = f"parquet.{ident(g.source)}"
+    source = footer_relation(spark, g.source, g.physical)
     if deleted is None and not locators:
         return f"SELECT {', '.join(g.proj)} FROM {source}{clause}"
     cols = list(g.proj)

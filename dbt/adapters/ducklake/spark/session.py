@@ -18,6 +18,8 @@ REQUIRED_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.legacy.parquet.nanosAsLong": "false",
+    # DuckDB shreds VARIANT columns (typed_value next to value); Spark 4.0 reads them only with this on
+    "spark.sql.variant.allowReadingShredded": "true",
 }
 
 DEFAULT_CONF: dict[str, str] = {

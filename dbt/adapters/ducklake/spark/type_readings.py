@@ -23,7 +23,7 @@ FIELD_ID_KEY = "parquet.field.id"
 # TIMESTAMP(MICROS)); files of tables holding them are grouped by encoding, read from their footers
 VARYING = frozenset({"int128", "uint128", "timestamp_ns", "geometry", "variant"})
 # DuckDB writes these with Parquet logical types (GEOMETRY, VARIANT) that Spark 4.0's parquet-java 1.15 cannot parse:
-# a file holding one cannot be opened at all, whichever columns a query selects
+# a file holding one cannot be opened at all, whichever columns a query selects; Spark reads a copy (spark/readable.py)
 UNOPENABLE = frozenset({"geometry", "variant"})
 Encoding = tuple[tuple[int, str], ...]  # sorted (column id, kind) of the VARYING leaves a file holds
 _EPOCH_NTZ = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
@@ -68,6 +68,8 @@ def encoding_kind(type_: str, t: pa.DataType) -> str:
         return "double" if pa.types.is_floating(t) else "decimal"
     if type_ == "timestamp_ns":
         return "ns" if pa.types.is_timestamp(t) and t.unit == "ns" else "us"
+    if type_ == "geometry" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return "text"  # WKT, as this adapter writes it: Spark opens the file
     return "opaque"
 
 
@@ -78,11 +80,12 @@ def unopenable(encoding: Encoding, columns: Sequence[Column]) -> Column | None:
 
 
 def unopenable_message(table: str, col: Column) -> str:
-    """Why a table's files cannot be read by Spark, and the way out."""
-    way = "ST_AsWKB(c) for WKB, or c::VARCHAR for WKT" if col.type == "geometry" else "c::JSON"
+    """Why a table's remote files cannot be read by Spark (local ones are read through copies), and the way out."""
+    way = "ST_AsText(c) for WKT" if col.type == "geometry" else "c::JSON"
     return (f"table {table}: column {col.name!r} has DuckLake type {col.type}; DuckDB stores it in Parquet with a "
-            f"logical type that Spark 4.0's Parquet reader cannot open, so no column of these files can be read by "
-            f"Spark; in DuckDB, copy the table with the column cast ({way}) and read the copy")
+            f"logical type that Spark 4.0's Parquet reader cannot open, and files on remote storage are not copied "
+            f"to a readable form, so no column of these files can be read by Spark; in DuckDB, copy the table with "
+            f"the column cast ({way}) and read the copy")
 
 
 # ---------------------------------------------------------------------------------------------- reading types
@@ -101,8 +104,12 @@ def reading_type(col: Column, enc: dict[int, str], user: T.DataType) -> T.DataTy
         fields = user.fields  # type: ignore[attr-defined]
         return T.StructType([T.StructField(c.name, reading_type(c, enc, f.dataType), True,
                                            {FIELD_ID_KEY: c.column_id}) for c, f in zip(col.children, fields, strict=True)])
-    if t in ("uuid", "interval", "geometry", "variant"):
+    if t in ("uuid", "interval"):
         return T.BinaryType()
+    if t == "geometry":
+        return T.StringType()  # WKT (readable copies of DuckDB's files, and this adapter's)
+    if t == "variant":
+        return T.VariantType()
     if t in ("time", "timetz", "time_ns"):
         return T.LongType()
     if t == "timestamp_ns":
@@ -110,6 +117,58 @@ def reading_type(col: Column, enc: dict[int, str], user: T.DataType) -> T.DataTy
     if t in ("int128", "uint128"):
         return T.DoubleType() if enc.get(col.column_id) == "double" else T.DecimalType(38, 0)
     return user
+
+
+def file_reading_schema(schema: pa.Schema) -> T.StructType:
+    """The explicit Spark schema a Parquet file is read with by its own field names (the footer-based path: name-mapped
+    files, remote storage), its physical values as `reading_type` reads them: Spark never infers a schema, so a
+    UUID/TIME/TIMESTAMP(NANOS)/INTERVAL field (which Spark's inference rejects) reads as bytes or ticks that
+    `project` turns into the column's value. Fields of a type Spark cannot read are left out (read as NULL)."""
+    fields = [T.StructField(f.name, t, True) for f in schema if (t := _reading_of_arrow(f.type)) is not None]
+    return T.StructType(fields)
+
+
+def _reading_of_arrow(t: pa.DataType) -> T.DataType | None:
+    if isinstance(t, pa.BaseExtensionType):  # arrow.uuid
+        return _reading_of_arrow(t.storage_type)
+    if pa.types.is_struct(t):
+        names = {t.field(i).name for i in range(t.num_fields)}
+        if names in ({"metadata", "value"}, {"metadata", "value", "typed_value"}):
+            return T.VariantType()  # a variant group (a readable copy of DuckDB's file: spark/readable.py)
+        kids = [T.StructField(t.field(i).name, k, True) for i in range(t.num_fields)
+                if (k := _reading_of_arrow(t.field(i).type)) is not None]
+        return T.StructType(kids) if kids else None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        e = _reading_of_arrow(t.value_type)
+        return None if e is None else T.ArrayType(e, True)
+    if pa.types.is_map(t):
+        k, v = _reading_of_arrow(t.key_type), _reading_of_arrow(t.item_type)
+        return None if k is None or v is None else T.MapType(k, v, True)
+    if pa.types.is_decimal(t):
+        return T.DecimalType(t.precision, t.scale) if t.precision <= 38 else None
+    if pa.types.is_timestamp(t):
+        if t.unit == "ns":
+            return T.LongType()  # nanoseconds since the epoch (timestamp_ns)
+        return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
+    if pa.types.is_time32(t):
+        return T.IntegerType()
+    if pa.types.is_time64(t):
+        return T.LongType()  # ticks since midnight (time, timetz)
+    for test, spark in _ARROW_SCALARS:
+        if test(t):
+            return spark()
+    return None
+
+
+_ARROW_SCALARS: list[tuple[Callable[[pa.DataType], bool], Callable[[], T.DataType]]] = [
+    (pa.types.is_boolean, T.BooleanType), (pa.types.is_int8, T.ByteType), (pa.types.is_int16, T.ShortType),
+    (pa.types.is_int32, T.IntegerType), (pa.types.is_int64, T.LongType), (pa.types.is_uint8, T.ShortType),
+    (pa.types.is_uint16, T.IntegerType), (pa.types.is_uint32, T.LongType),
+    (pa.types.is_uint64, lambda: T.DecimalType(20, 0)), (pa.types.is_float32, T.FloatType),
+    (pa.types.is_float64, T.DoubleType), (pa.types.is_string, T.StringType), (pa.types.is_large_string, T.StringType),
+    (pa.types.is_binary, T.BinaryType), (pa.types.is_large_binary, T.BinaryType),
+    (pa.types.is_fixed_size_binary, T.BinaryType), (pa.types.is_date32, T.DateType),
+]
 
 
 # ------------------------------------------------------------------------------------------------ projections
@@ -164,7 +223,8 @@ def _project_leaf(col: Column, ref: str, enc: dict[int, str]) -> str:
     if t in ("int128", "uint128") and enc.get(col.column_id) == "double":
         return wide_integer_from_double_sql(ref, col.name, t)
     if t == "variant":
-        return f"CAST({ref} AS STRING)"  # only ever NULL here: files holding a variant cannot be opened
+        # DuckDB's variant::JSON; a variant NULL is DuckDB's SQL NULL (how it stores an inserted NULL)
+        return f"CASE WHEN is_variant_null({ref}) THEN NULL ELSE to_json({ref}) END"
     return ref
 
 

@@ -6,6 +6,7 @@ as that type (its Parquet reader casts a file's type to the column's) and that `
 | time, timetz | 'HH:MM:SS[.ffffff]' (timetz: + offset; stored as UTC) | TIMESTAMP_NTZ on 1970-01-01 | TIMESTAMP -> TIME(TZ) |
 | interval | struct(months, days, micros) | STRING '<m> months <d> days <us> microseconds' | VARCHAR -> INTERVAL |
 | timestamp_ns/_ms/_s | TIMESTAMP_NTZ | TIMESTAMP_NTZ (microseconds) | TIMESTAMP -> TIMESTAMP_* |
+| geometry | WKT text | STRING (checked to start as WKT) | VARCHAR -> GEOMETRY |
 Checked against DuckDB 1.5.5 (tests/spark/test_column_types.py).
 """
 
@@ -20,6 +21,8 @@ from .type_readings import nested_sql
 from .types import FIELD_ID_KEY, UNWRITABLE, to_spark
 
 _EPOCH_NTZ = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
+_WKT = ("'(?i)^\\\\s*(POINT|LINESTRING|POLYGON|MULTIPOINT|MULTILINESTRING|MULTIPOLYGON|GEOMETRYCOLLECTION)"
+        "(\\\\s+(Z|M|ZM))?\\\\s*([(]|EMPTY)'")
 
 
 def needs_conversion(col: Column) -> bool:
@@ -27,7 +30,7 @@ def needs_conversion(col: Column) -> bool:
     return any(c.type in _CONVERTED for c in col.walk())
 
 
-_CONVERTED = frozenset({"uuid", "time", "timetz", "interval"}) | frozenset(UNWRITABLE)
+_CONVERTED = frozenset({"uuid", "time", "timetz", "interval", "geometry"}) | frozenset(UNWRITABLE)
 
 
 def write_type(col: Column) -> T.DataType:
@@ -50,7 +53,7 @@ def write_type(col: Column) -> T.DataType:
         return T.BinaryType()
     if t in ("time", "timetz"):
         return T.TimestampNTZType()
-    if t == "interval":
+    if t in ("interval", "geometry"):
         return T.StringType()
     return to_spark(col)
 
@@ -72,6 +75,9 @@ def _write_leaf(col: Column, ref: str, where: str) -> str:
         return f"CASE WHEN {ref} IS NULL THEN NULL ELSE coalesce({ts}, CAST({_fail(where, 'time', ref)} AS TIMESTAMP_NTZ)) END"
     if t == "timetz":
         return _timetz_sql(ref, where)
+    if t == "geometry":  # DuckDB parses the WKT when it reads the file; text that is not WKT would fail there
+        return (f"CASE WHEN {ref} IS NULL OR {ref} RLIKE {_WKT} THEN {ref} "
+                f"ELSE CAST({_fail(where, 'geometry', ref)} AS STRING) END")
     if t == "interval":
         parts = ", ".join(f"CAST({ref}.{p} AS STRING), ' {unit} '" for p, unit in
                           (("months", "months"), ("days", "days")))

@@ -28,19 +28,17 @@ _TO_SPARK: dict[str, Callable[[], T.DataType]] = {
     "boolean": T.BooleanType, "blob": T.BinaryType, "date": T.DateType,
     "timestamp": T.TimestampNTZType, "timestamp_s": T.TimestampNTZType, "timestamp_ms": T.TimestampNTZType,
     "timestamptz": T.TimestampType,
-    # no Spark equal: DuckDB's text (uuid, times), microseconds (timestamp_ns), parts (interval), WKB (geometry),
-    # JSON text (variant; DuckDB's files of it cannot be opened by Spark 4.0, see type_readings.UNOPENABLE)
+    # no Spark equal: DuckDB's text (uuid, times, geometry as WKT), microseconds (timestamp_ns), parts (interval),
+    # JSON text (variant: DuckDB's variant::JSON)
     "uuid": T.StringType, "time": T.StringType, "timetz": T.StringType, "time_ns": T.StringType,
-    "timestamp_ns": T.TimestampNTZType, "geometry": T.BinaryType, "variant": T.StringType,
+    "timestamp_ns": T.TimestampNTZType, "geometry": T.StringType, "variant": T.StringType,
     "interval": lambda: T.StructType([T.StructField("months", T.IntegerType()), T.StructField("days", T.IntegerType()),
                                       T.StructField("micros", T.LongType())]),
 }
 # DuckLake types this adapter cannot write values of, and why
 UNWRITABLE = {
-    "geometry": "DuckLake type geometry cannot be written from Spark: DuckDB reads a geometry column's Parquet values "
-                "only with the GEOMETRY logical type (or as WKT text), which Spark cannot write; store WKB as a blob",
-    "variant": "DuckLake type variant cannot be written from Spark 4.0 (no Parquet VARIANT logical type); store JSON "
-               "text as json",
+    "variant": "DuckLake type variant cannot be written from Spark 4.0 (no Parquet VARIANT logical type, and DuckDB "
+               "reads text into a variant as one string, not as JSON); store the JSON text as json",
     "time_ns": "DuckLake type time_ns cannot be written to Parquet (DuckDB 1.5 cannot either); use time",
 }
 # DuckLake types a Spark field may be stored as (TYPE_KEY, ducklake_types), by the Spark types whose values convert
@@ -49,6 +47,7 @@ _STORABLE_AS = {
     "timetz": (T.StringType, T.VarcharType, T.CharType), "interval": (T.StructType,),
     "timestamp_ns": (T.TimestampNTZType,), "timestamp_ms": (T.TimestampNTZType,), "timestamp_s": (T.TimestampNTZType,),
     "int128": (T.DecimalType,), "uint128": (T.DecimalType,), "json": (T.StringType,),
+    "geometry": (T.StringType, T.VarcharType, T.CharType),
     "uint8": (T.ShortType,), "uint16": (T.IntegerType,), "uint32": (T.LongType,), "uint64": (T.DecimalType,),
 }
 

@@ -115,13 +115,23 @@
   {{ run_hooks(post_hooks, inside_transaction=False) }}
 {%- endmacro %}
 
-{#- Columns added and removed as DuckLake schema evolution (no file is rewritten). -#}
+{#- Columns added and removed as DuckLake schema evolution (no file is rewritten). Added columns named by the model's
+    ducklake_types (or their nested fields) get those DuckLake types, as a new table's columns do. -#}
 {% macro ducklake__alter_relation_add_remove_columns(relation, add_columns, remove_columns) -%}
   {%- if add_columns -%}
+    {%- set types = config.get('ducklake_types') if config is defined else none -%}
+    {%- set added = add_columns | map(attribute='name') | map('lower') | list -%}
+    {%- set wanted = [] -%}
+    {%- if types is mapping -%}
+      {%- for k, v in types.items() if (k | lower).split('.')[0] in added -%}
+        {%- do wanted.append(k ~ '=' ~ v) -%}
+      {%- endfor -%}
+    {%- endif -%}
     {%- call statement('add_columns') -%}
       alter table {{ relation.render() }} add columns (
         {%- for column in add_columns %}{{ column.quoted }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
       )
+      {%- if wanted %} tblproperties ('ducklake.types' = '{{ wanted | join(",") }}'){% endif %}
     {%- endcall -%}
   {%- endif -%}
   {%- for column in remove_columns or [] -%}
