@@ -18,11 +18,13 @@ import shutil
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.maintenance import SPARK_MANIFESTS
+from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.scan import table_sql
 from dbt.adapters.ducklake.spark.session import build_session
 from tests.support import reference
@@ -94,6 +96,23 @@ def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]
         except Exception as e:  # noqa: BLE001 - the failure at this size is a figure too
             out["plan_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             return out
+        # as the adapter plans a statement (spark/names): the state and the view SQL cached while the table is
+        # unchanged, at the same snapshot and after another writer's commit to an unrelated table
+        names = LakeNames(spark, lake)
+        names.refresh([("main", "events")])
+        out["plan_adapter_same_snapshot_s"], _ = timed(lambda: names.refresh([("main", "events")]), repeat)
+
+        def after_unrelated_commit() -> None:
+            with lake.transaction(commit_message="bench: an unrelated commit") as tx:
+                tx.create_schema(f"bench_other_{uuid.uuid4().hex[:8]}")  # a new snapshot naming no table
+            t = time.perf_counter()
+            names.refresh([("main", "events")])
+            after.append(time.perf_counter() - t)
+
+        after: list[float] = []
+        for _ in range(repeat):
+            after_unrelated_commit()
+        out["plan_adapter_after_unrelated_commit_s"] = statistics.median(after)
         queries = {"count": "SELECT count(*) FROM {t}", "filter": "SELECT count(*), sum(amount) FROM {t} WHERE id "
                    "BETWEEN 1000 AND 1099", "aggregate": "SELECT kind, sum(amount), count(*) FROM {t} GROUP BY kind"}
         st = lake.snapshot()
