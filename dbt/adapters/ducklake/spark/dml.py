@@ -588,6 +588,84 @@ def _values(clauses: list[When], idx: str, cols: list[str], default: dict[str, s
     return out
 
 
+VALID_CLAUSES = frozenset({("matched", "update"), ("matched", "delete"), ("not_matched", "insert"),
+                           ("not_matched_by_source", "update"), ("not_matched_by_source", "delete")})
+
+
+def check_clauses(schema: str, table: str, clauses: Sequence[When]) -> None:
+    """Raises ValueError for a WHEN clause MERGE does not have (e.g. WHEN NOT MATCHED THEN DELETE)."""
+    for w in clauses:
+        if (w.when, w.action) not in VALID_CLAUSES:
+            raise ValueError(f"MERGE INTO {schema}.{table}: WHEN {w.when.replace('_', ' ').upper()} THEN "
+                             f"{w.action.upper()} is not a valid clause")
+
+
+def merged_rows_sql(spark: SparkSession, target: str, source: str, cols: list[str], on: str, clauses: list[When],
+                    schema: str, table: str) -> str:
+    """The SELECT giving every row of a MERGE's result, from the target's rows (the view `target`, its columns
+    `cols`) and the source's (the view `source`): for a target whose rows are all rewritten (a table created in the
+    same transaction, see LakeWork). Checks the source's keys and the matches as stage_merge does.
+
+    Raises:
+        MergeCardinalityError: the source repeats a key, or a target row is matched by several source rows.
+    """
+    check_clauses(schema, table, clauses)
+    matched = [w for w in clauses if w.when == "matched"]
+    inserts = [w for w in clauses if w.when == "not_matched"]
+    by_source = [w for w in clauses if w.when == "not_matched_by_source"]
+    unique = merge_equality_columns(on) if (matched or inserts) else []
+    if unique:
+        row = spark.sql(bounds_sql(source, [], unique)).collect()[0]
+        if row[-2] != row[-1]:
+            _refuse_repeated_keys(spark, source, unique, schema, table)
+    if matched:
+        pairs, rows = spark.sql(f"SELECT (SELECT count(*) FROM {target} t JOIN {source} s ON ({on})), "
+                                f"(SELECT count(*) FROM {target} t LEFT SEMI JOIN {source} s ON ({on}))").collect()[0]
+        if pairs > rows:
+            raise MergeCardinalityError(f"MERGE into {schema}.{table}: several source rows match one target row; "
+                                        "each target row may be matched by at most one source row (nothing was "
+                                        "changed)")
+    old = [f"t.{ident(c)}" for c in cols]
+    keep = {c: f"t.{ident(c)}" for c in cols}
+    parts = []
+
+    def acted(whens: list[When], join: str, source_values: bool) -> None:
+        """Rows of `join` (a FROM ... clause): unchanged where no clause applies, new values where an update
+        applies, none where a delete applies."""
+        if not whens:
+            parts.append(f"SELECT {', '.join(old)} {join}")
+            return
+        idx = _first([w.condition for w in whens])
+        upd = [str(i) for i, w in enumerate(whens) if w.action == "update"]
+        parts.append(f"SELECT {', '.join(old)} {join} WHERE ({idx}) = -1")
+        if upd:
+            new = _values(whens, idx, cols, keep, source_values)
+            parts.append(f"SELECT {', '.join(new)} {join} WHERE ({idx}) IN ({', '.join(upd)})")
+
+    acted(matched, f"FROM {target} t {'JOIN' if matched else 'LEFT SEMI JOIN'} {source} s ON ({on})", True)
+    acted(by_source, f"FROM {target} t LEFT ANTI JOIN {source} s ON ({on})", False)
+    if inserts:
+        idx = _first([w.condition for w in inserts])
+        parts.append(f"SELECT {', '.join(_values(inserts, idx, cols, {}, source=True))} FROM {source} s "
+                     f"LEFT ANTI JOIN {target} t ON ({on}) WHERE ({idx}) >= 0")
+    return "\nUNION ALL\n".join(parts)
+
+
+@contextlib.contextmanager
+def source_view(source: object) -> Iterator[str]:
+    """A MERGE source as a temporary view, materialized once (its rows cannot differ between the passes)."""
+    from pyspark import StorageLevel
+
+    name = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
+    df = source.persist(StorageLevel.MEMORY_AND_DISK)  # type: ignore[attr-defined]
+    df.createOrReplaceTempView(name)
+    try:
+        yield name
+    finally:
+        df.unpersist()
+        df.sparkSession.catalog.dropTempView(name)
+
+
 def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
                 clauses: list[When]) -> Staged:
     """Stage MERGE INTO schema.table in tx (see merge_into).
@@ -599,11 +677,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
 
     from .write import write_files
 
-    for w in clauses:
-        if (w.when, w.action) not in {("matched", "update"), ("matched", "delete"), ("not_matched", "insert"),
-                                      ("not_matched_by_source", "update"), ("not_matched_by_source", "delete")}:
-            raise ValueError(f"MERGE INTO {schema}.{table}: WHEN {w.when.replace('_', ' ').upper()} THEN "
-                             f"{w.action.upper()} is not a valid clause")
+    check_clauses(schema, table, clauses)
     base, info, from_t = evolved_columns(tx, schema, table)
     cols = [c.name for c in info.columns]
     matched = [w for w in clauses if w.when == "matched"]

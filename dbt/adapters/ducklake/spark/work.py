@@ -24,7 +24,7 @@ from ..lake.transaction import Transaction
 from . import dml
 from .scan import file_uri
 from .sql_literals import ident
-from .types import to_spark
+from .types import spark_schema, to_spark
 from .write import discard_files, stage_append, stage_create_table_as, write_files
 
 
@@ -113,17 +113,22 @@ class LakeWork:
         except NoSuchTableError:
             return False
 
-    def _rewrite_new(self, schema: str, table: str, select: Callable[[str, list[str]], str]) -> bool:
+    def _rewrite_new(self, schema: str, table: str, select: Callable[[str, list[str]], str], *,
+                     adds: bool = False) -> bool:
         """DML on a table created in this unit: its staged files are read, changed by Spark and written again in
-        their place (nothing is committed yet, so no delete files). select(view, columns) gives the new rows."""
+        their place (nothing is committed yet, so no delete files). select(view, columns) gives the new rows; adds:
+        the statement can add rows to an empty table (a MERGE), else an empty table is left as it is."""
         info = self.tx.table(schema, table)
         old = self.tx.staged_files(schema, table)
         if (schema.lower(), table.lower()) in self._cloned:
             raise UnitOfWorkError(f"{schema}.{table} was cloned in this transaction: change it after the commit")
-        if not old:
+        if not old and not adds:
             return False
         view = f"__ducklake_staged_{uuid.uuid4().hex[:12]}"
-        raw = self.spark.read.option("mergeSchema", "true").parquet(*[file_uri(f.path) for f in old])
+        if old:
+            raw = self.spark.read.option("mergeSchema", "true").parquet(*[file_uri(f.path) for f in old])
+        else:
+            raw = self.spark.createDataFrame([], spark_schema(info.columns))
         present = {c.lower() for c in raw.columns}
         cols = [F.col(ident(c.name)) if c.name.lower() in present else F.lit(None).cast(to_spark(c)).alias(c.name)
                 for c in info.columns]  # files written before an ADD COLUMN lack it
@@ -176,6 +181,10 @@ class LakeWork:
         return self._keep(dml.stage_update(self.spark, self.tx, schema, table, assignments, condition))
 
     def merge(self, schema: str, table: str, source: DataFrame, on: str, clauses: list[dml.When]) -> bool:
+        if self._is_new(schema, table):
+            with dml.source_view(source) as src:
+                return self._rewrite_new(schema, table, lambda v, cols: dml.merged_rows_sql(
+                    self.spark, v, src, cols, on, clauses, schema, table), adds=True)
         self._reads_base("MERGE", schema, table)
         self._touch(schema, table)
         return self._keep(dml.stage_merge(self.spark, self.tx, schema, table, source, on, clauses))
