@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriter
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
+from dbt.adapters.ducklake.lake.transaction import Transaction
 from dbt.adapters.ducklake.spark import write as lake_write
 from dbt.adapters.ducklake.spark.scan import file_uri, register_table
 from dbt.adapters.ducklake.spark.session import build_session
@@ -50,7 +51,7 @@ QUERIES: dict[str, str] = {
     "scan_filtered": "SELECT count(*), sum(c), max(s) FROM {rel} WHERE a BETWEEN {lo} AND {hi}",
 }
 # what the lake write's wrappers time, by the name of the wrapped function of spark/write.py
-WRAPPED = {"write_files": "write_files", "_commit": "commit", "conform": "conform", "_written_files": "list",
+WRAPPED = {"write_files": "write_files", "conform": "conform", "_written_files": "list",
            "_describe": "footers", "_move": "move"}
 
 
@@ -97,15 +98,18 @@ def instrumented(phases: Phases) -> Iterator[None]:
     """Wrap spark/write.py's phase functions and DataFrameWriter.parquet (Spark's write job) with timers."""
     saved = {name: getattr(lake_write, name) for name in WRAPPED}
     saved_parquet = DataFrameWriter.parquet
+    saved_commit = Transaction.commit
     try:
         for name, label in WRAPPED.items():
             setattr(lake_write, name, phases.wrap(label, saved[name]))
         DataFrameWriter.parquet = phases.wrap("spark_write", saved_parquet)  # type: ignore[method-assign]
+        Transaction.commit = phases.wrap("commit", saved_commit)  # type: ignore[method-assign]
         yield
     finally:
         for name, fn in saved.items():
             setattr(lake_write, name, fn)
         DataFrameWriter.parquet = saved_parquet  # type: ignore[method-assign]
+        Transaction.commit = saved_commit  # type: ignore[method-assign]
 
 
 def lake_write_phases(total: float, seconds: dict[str, float]) -> dict[str, float]:

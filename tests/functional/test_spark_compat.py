@@ -156,3 +156,19 @@ class TestCursor:
             assert cur.fetchmany(2) == [] and cur.fetchall() == []
             cur.execute("select id from range(3)")
             assert cur.fetchmany(5) == [(0,), (1,), (2,)] and cur.fetchall() == []
+
+    def test_columns_of_a_missing_relation_are_none_and_a_broken_view_is_an_error(self, project: object) -> None:
+        """get_columns_in_relation: [] only for a relation that does not exist; a view that no longer analyses (a
+        column it reads was dropped) raises, as any other error does."""
+        adapter = project.adapter  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        project.run_sql(f"create table {schema}.cols_t as select 1 as a, 2 as b")  # type: ignore[attr-defined]
+        project.run_sql(f"create view {schema}.cols_v as select b from {schema}.cols_t")  # type: ignore[attr-defined]
+        with adapter.connection_named("columns_test"):
+            view = adapter.Relation.create(schema=schema, identifier="cols_v", type="view")
+            assert [c.column for c in adapter.get_columns_in_relation(view)] == ["b"]
+            missing = adapter.Relation.create(schema=schema, identifier="no_such_relation", type="view")
+            assert adapter.get_columns_in_relation(missing) == []
+        project.run_sql(f"alter table {schema}.cols_t drop column b")  # type: ignore[attr-defined]
+        with adapter.connection_named("columns_test"), pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+            adapter.get_columns_in_relation(view)

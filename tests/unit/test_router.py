@@ -65,3 +65,28 @@ def test_added_columns_carry_the_models_ducklake_types() -> None:
     assert (change.kind, change.columns_ddl, change.types) == (
         "add_columns", "u STRING, g STRING, n INT", (("u", "uuid"), ("g", "geometry")))
     assert route("alter table s.t add columns (n int)").types == ()
+
+
+def test_an_alter_with_several_actions_is_every_action() -> None:
+    from dbt.adapters.ducklake.router import Change
+
+    def drops(sql: str) -> list[str | None]:
+        c = route(sql)
+        assert isinstance(c, Change) and c.kind == "alter" and (c.schema, c.name) == ("s", "t")
+        assert all(p.kind == "drop_column" and (p.schema, p.name) == ("s", "t") for p in c.actions)
+        return [p.column for p in c.actions]
+
+    # both used to drop only the first column
+    assert drops("alter table s.t drop columns (a, `b c`)") == ["a", "b c"]
+    assert drops("alter table s.t drop column a, drop column b") == ["a", "b"]
+    one = route("alter table s.t drop column a")
+    assert isinstance(one, Change) and (one.kind, one.column, one.actions) == ("drop_column", "a", ())
+    added = route("alter table s.t add column a int, add column b string")
+    assert isinstance(added, Change) and (added.kind, added.columns_ddl) == ("add_columns", "a INT, b STRING")
+
+
+def test_transaction_control_is_not_a_lake_transaction() -> None:
+    from dbt.adapters.ducklake.router import TransactionControl
+
+    assert [route(s) for s in ("begin", "commit", "rollback")] == [
+        TransactionControl("begin"), TransactionControl("commit"), TransactionControl("rollback")]

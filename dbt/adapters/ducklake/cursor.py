@@ -8,8 +8,6 @@ in Spark after the lake names it reads are brought up to date.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import decimal
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +17,10 @@ from pyspark.sql import DataFrame
 from .apply import apply_change
 from .lake.state import ci_lookup
 from .relation_listing import show_relations
-from .router import Change, Passthrough, ShowRelations, TempView, Transaction, route, split_statements
+from .router import Change, Passthrough, ShowRelations, TempView, TransactionControl, route, split_statements
 from .spark.read_pruning import pruned_reads
 from .spark.session import is_classic, tag_jobs
+from .spark.sql_literals import python_literal
 
 if TYPE_CHECKING:
     from .connections import DuckLakeHandle
@@ -32,22 +31,7 @@ def render_bindings(sql: str, bindings: Sequence[Any] | None) -> str:
     """%s placeholders filled with Spark SQL literals (dbt passes seed and test values this way)."""
     if not bindings:
         return sql
-    return sql % tuple(_literal(v) for v in bindings)
-
-
-def _literal(v: Any) -> str:
-    if v is None:
-        return "NULL"
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, (int, float, decimal.Decimal)):
-        return repr(v) if not isinstance(v, decimal.Decimal) else str(v)
-    if isinstance(v, dt.datetime):
-        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
-    if isinstance(v, dt.date):
-        return f"DATE '{v.isoformat()}'"
-    text = str(v).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
+    return sql % tuple(python_literal(v) for v in bindings)
 
 
 class DuckLakeCursor:
@@ -78,7 +62,7 @@ class DuckLakeCursor:
         h = self.handle
         routed = route(sql)
         self._df, self._rows, self._pos, self._complete = None, None, 0, False
-        if isinstance(routed, Transaction):
+        if isinstance(routed, TransactionControl):
             {"begin": h.begin, "commit": h.commit, "rollback": h.rollback}[routed.action]()
             self.message = routed.action.upper()
             return

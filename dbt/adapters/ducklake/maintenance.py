@@ -10,8 +10,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from .lake import maintenance as mt
-from .lake.compaction import parse_size
 from .lake.errors import DuckLakeError
+from .lake.option_values import parse_size
 from .runtime import Runtime
 
 logger = AdapterLogger("DuckLake")

@@ -52,7 +52,9 @@ class ShowRelations:
 
 
 @dataclass(frozen=True)
-class Transaction:
+class TransactionControl:
+    """BEGIN / COMMIT / ROLLBACK of the SQL session (not a lake.Transaction: the connection's unit of work)."""
+
     action: str  # begin | commit | rollback
 
 
@@ -62,7 +64,7 @@ class Change:
 
     kind: str  # create_schema, drop_schema, ctas, clone, create_table, create_view, drop_table, drop_view, insert,
     #            insert_overwrite, delete, update, merge, truncate, rename, add_columns, drop_column, alter_type,
-    #            comment, set_nullable, noop
+    #            comment, set_nullable, alter (several actions), noop
     schema: str | None = None
     name: str | None = None
     query: str | None = None  # the SELECT part, as written
@@ -85,6 +87,7 @@ class Change:
     merge_alias_source: str = "s"
     merge_clauses: tuple[MergeClause, ...] = ()
     clone_of: tuple[str, str] | None = None  # CREATE TABLE t CLONE (schema, name)
+    actions: tuple[Change, ...] = ()  # kind alter: an ALTER's several actions, each a change, in order
     refs: frozenset[tuple[str, str]] = frozenset()
 
 
@@ -98,7 +101,7 @@ class MergeClause:
     insert_values: tuple[str, ...] = ()
 
 
-Statement = Passthrough | Transaction | Change | TempView | ShowRelations
+Statement = Passthrough | TransactionControl | Change | TempView | ShowRelations
 
 _SHOW = re.compile(
     r"\s*SHOW\s+(TABLES|VIEWS|TABLE\s+EXTENDED)(?:\s+(?:IN|FROM)\s+((?:`[^`]+`|[\w$]+)(?:\.(?:`[^`]+`|[\w$]+))*))?"
@@ -151,11 +154,11 @@ def route(sql: str) -> Statement:
     """Classify one statement."""
     head = _first_words(sql)
     if head[:1] in (["begin"], ["start"]) and (len(head) == 1 or head[1] in ("transaction", "work")):
-        return Transaction("begin")
+        return TransactionControl("begin")
     if head[:1] in (["commit"], ["end"]):
-        return Transaction("commit")
+        return TransactionControl("commit")
     if head[:1] == ["rollback"] or head[:1] == ["abort"]:
-        return Transaction("rollback")
+        return TransactionControl("rollback")
     if head[:1] == ["show"]:
         show = _show(sql)
         if show is not None:
@@ -506,6 +509,8 @@ def _alter(tree: exp.Alter) -> Change | None:
     actions = tree.args.get("actions") or []
     if not actions:
         return None
+    if len(actions) > 1 and not all(isinstance(x, exp.ColumnDef) for x in actions):
+        return _several(tree, kind, schema, name, actions)
     a = actions[0]
     if isinstance(a, exp.AlterRename):
         _new_schema, new_name = _target(a.this)
@@ -526,12 +531,34 @@ def _alter(tree: exp.Alter) -> Change | None:
         if a.args.get("allow_null") is not None:
             return Change("set_nullable", schema, name, column=col, new_type=str(bool(a.args["allow_null"])))
         return None
-    if isinstance(a, exp.Drop) and (a.args.get("kind") or "").upper() == "COLUMN":
-        cols = a.args.get("tables") or [a.this]
-        return Change("drop_column", schema, name, column=cols[0].name, if_exists=bool(a.args.get("exists")))
+    if isinstance(a, exp.Drop) and (a.args.get("kind") or "").upper() in ("COLUMN", "COLUMNS"):
+        cols = [c for t in (a.args.get("tables") or [a.this])  # DROP COLUMNS (a, b): a Schema of names
+                for c in (t.expressions if isinstance(t, exp.Schema) else [t])]
+        drops = tuple(Change("drop_column", schema, name, column=c.name, if_exists=bool(a.args.get("exists")))
+                      for c in cols)
+        return drops[0] if len(drops) == 1 else Change("alter", schema, name, actions=drops)
     if isinstance(a, (exp.AlterSet,)):
         return Change("noop", schema, name)  # TBLPROPERTIES etc.: Spark-catalog settings with no DuckLake meaning
     return None
+
+
+def _several(tree: exp.Alter, kind: str, schema: str, name: str | None, actions: list[exp.Expression]) -> Change:
+    """An ALTER with several actions (ADD COLUMN a, DROP COLUMN b, ...): each action routed as its own ALTER, applied
+    in order in one unit of work.
+
+    Raises:
+        RoutingError: an action the adapter cannot apply (rather than applying only the others).
+    """
+    parts: list[Change] = []
+    for action in actions:
+        one = tree.copy()
+        one.set("actions", [action.copy()])
+        change = _alter(one)
+        if change is None:
+            raise RoutingError(f"ALTER {kind} {schema}.{name}: the action {action.sql(dialect='spark')!r} is not "
+                               "supported on a DuckLake table")
+        parts.extend(change.actions or (change,))
+    return Change("alter", schema, name, actions=tuple(parts))
 
 
 def _comment(tree: exp.Comment) -> Change | None:

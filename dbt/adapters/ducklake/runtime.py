@@ -16,17 +16,20 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from .change_feed import Cursors
-from .credentials import DuckLakeCredentials
 from .lake.lake import DuckLake
 from .lake.paths import to_local
 from .spark import local_server
 from .spark.local_server import LocalServer
 from .spark.names import LakeNames
 from .spark.session import build_session, connect_session
+
+if TYPE_CHECKING:
+    from .credentials import DuckLakeCredentials
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from . import file_rows
 from .catalog import CatalogDB
 from .errors import (
     NoSuchSchemaError,
@@ -21,9 +22,9 @@ from .errors import (
     SchemaExistsError,
     TableExistsError,
 )
-from .paths import relative_to, uuid7
-from .records import Column, ColumnStats, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
-from .state import LakeState, ci_lookup
+from .paths import table_directory, uuid7
+from .records import Column, ColumnStats, DataFile, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
+from .state import LakeState, ci_lookup, load_files
 
 DEFAULT_INLINING_LIMIT = 10  # spec 1.0's default data_inlining_row_limit
 
@@ -126,6 +127,7 @@ class CatalogBuilder:
         self.created_table_ids: set[int] = set()
         self.created_view_ids: set[int] = set()
         self._assigned_column_ids: dict[int, list[int]] = {}  # column ids given out by this commit, per table
+        self._live_files: dict[int, list[DataFile]] = {}  # the latest snapshot's files, per table (see live_files)
 
     # ids and statements ------------------------------------------------------------------------------------
     def catalog_id(self) -> int:
@@ -137,6 +139,11 @@ class CatalogBuilder:
         fid = self.next_file_id
         self.next_file_id += 1
         return fid
+
+    def add_rows(self, statement: file_rows.Statement) -> None:
+        """A many-row INSERT of one catalog table (lake/file_rows), left out when it has no rows."""
+        if statement[1]:
+            self.add(*statement)
 
     def add(self, sql: str, params: Any = None) -> None:
         self.statements.append((sql, params))
@@ -176,6 +183,17 @@ class CatalogBuilder:
             if t.table_id == table_id:
                 return t
         raise NoSuchTableError(f"table id {table_id} does not exist (was it dropped by another writer?)")
+
+    def table_path(self, info: TableInfo) -> str:
+        """The directory of a table as this builder has it (its schema may be created in this transaction)."""
+        schema = next(s for s in self.schemas.values() if s.schema_id == info.schema_id)
+        return table_directory(self.latest.data_path, schema, info)
+
+    def live_files(self, table_id: int) -> list[DataFile]:
+        """The table's data files in the latest snapshot (read once per commit attempt)."""
+        if table_id not in self._live_files:
+            self._live_files[table_id] = load_files(self.db, self.conn, self.latest, self.table_by_id(table_id))
+        return self._live_files[table_id]
 
     def view(self, schema: str, name: str) -> ViewInfo:
         found = ci_lookup(self.views, (schema, name))
@@ -462,24 +480,16 @@ class CatalogBuilder:
     def file_details(self, file_id: int, table_id: int, stats: Sequence[ColumnStats],
                      partition_values: Sequence[str | None]) -> None:
         """The ducklake_file_column_stats and ducklake_file_partition_value rows of one data file."""
-        rows = [{"fid": file_id, "tid": table_id, "cid": st.column_id, "size": st.column_size_bytes,
-                 "vc": st.value_count, "nc": st.null_count, "mn": st.min_value, "mx": st.max_value,
-                 "nan": self.db.dialect.bool_param(st.contains_nan)} for st in stats]
-        if rows:
-            self.add("INSERT INTO {p}ducklake_file_column_stats VALUES (:fid, :tid, :cid, :size, :vc, :nc, :mn, :mx, "
-                     ":nan, NULL)", rows)
-        if partition_values:
-            self.add("INSERT INTO {p}ducklake_file_partition_value VALUES (:fid, :tid, :k, :v)",
-                     [{"fid": file_id, "tid": table_id, "k": k, "v": v} for k, v in enumerate(partition_values)])
+        self.add_rows(file_rows.column_stats(self.db.dialect, [(file_id, table_id, st) for st in stats]))
+        self.add_rows(file_rows.partition_values([(file_id, table_id, partition_values)]))
+
+    def schedule_for_deletion(self, files: Sequence[tuple[int, str]]) -> None:
+        """ducklake_files_scheduled_for_deletion rows of (file id, absolute path) pairs, scheduled now."""
+        self.add_rows(file_rows.scheduled_for_deletion(self.db.dialect, files, self.latest.data_path, self.now))
 
     # stats ---------------------------------------------------------------------------------------------------
     def stats_delta(self, table_id: int) -> StatsDelta:
         return self.stats.setdefault(table_id, StatsDelta())
-
-    def data_path_relative(self, path: str) -> tuple[str, bool]:
-        """A path as files_scheduled_for_deletion stores it: relative to data_path when inside it."""
-        rel = relative_to(path, self.latest.data_path)
-        return (rel, True) if rel is not None else (path, False)
 
     def finish(self, author: str | None, message: str | None, extra: str | None) -> list[tuple[str, Any]]:
         """The complete statement list: snapshot row, change rows, stats, schema versions, snapshot changes."""

@@ -30,12 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import file_rows
 from .builder import CatalogBuilder
-from .datafiles import DataFileSpec
 from .deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
 from .errors import DuckLakeError
 from .inlined import read_inlined
-from .operations import Operation, _name_mapping_rows, bound_table
+from .operations import Operation, bound_table
 from .paths import data_file_name, delete_file_name, join_path, relative_to, to_local
 from .records import ColumnStats, DataFile, TableInfo
 from .scan import deleted_positions
@@ -97,9 +97,7 @@ class CloneData(Operation):
         if info.table_id not in b.created_table_ids:
             raise ValueError(f"{self.schema}.{self.table}: a clone is written into a table created in the same "
                              "transaction")
-        schema = b.schemas[info.schema_name]
-        base = join_path(b.latest.data_path, schema.path) if schema.path_is_relative else schema.path
-        table_dir = join_path(base, info.path)
+        table_dir = b.table_path(info)
         self.linked = self.copied = 0
         delta = b.stats_delta(info.table_id)
         leaves = {c.column_id for top in info.columns for c in top.leaves()}
@@ -190,33 +188,20 @@ def _count(delta: Any, records: int, size: int, stats: tuple[ColumnStats, ...], 
         delta.unknown_bounds.update(leaves - have)
 
 
-def _relative(path: str, table_dir: str) -> tuple[str, bool]:
-    rel = relative_to(path, table_dir)
-    return (rel, True) if rel is not None else (path, False)
-
-
 def _insert_file(b: CatalogBuilder, info: TableInfo, table_dir: str, path: str, src: DataFile, pid: int | None,
                  mapping: tuple[tuple[str, int, int | None, bool], ...] | None) -> int:
     """The clone's data file row (row ids as the source's), its column stats and partition values; its id."""
     mapping_id = None
     if mapping is not None:
-        mapping_rows: list[dict[str, Any]] = []
-        name_rows: list[dict[str, Any]] = []
-        spec = DataFileSpec(path, src.record_count, src.file_size_bytes, src.footer_size or 0, (), (),
-                            name_mapping=mapping)
-        mapping_id = _name_mapping_rows(b, info.table_id, spec, mapping_rows, name_rows)
-        b.add("INSERT INTO {p}ducklake_column_mapping VALUES (:m, :t, 'map_by_name')", mapping_rows)
-        if name_rows:
-            b.add("INSERT INTO {p}ducklake_name_mapping VALUES (:m, :c, :src, :target, :parent, :part)", name_rows)
+        mapping_id = b.file_id()
+        for statement in file_rows.name_mappings(b.db.dialect, [(mapping_id, info.table_id, mapping)]):
+            b.add_rows(statement)
     fid = b.file_id()
-    stored, rel = _relative(path, table_dir)
     # partial_max stays NULL: every row of the file is visible from the clone's first snapshot on (rows added after
     # the source snapshot are among the clone's deletes)
-    b.add("INSERT INTO {p}ducklake_data_file VALUES (:fid, :tid, :sid, NULL, :ord, :path, :rel, 'parquet', :rc, "
-          ":size, :footer, :rid, :pid, NULL, :mid, NULL)",
-          {"fid": fid, "tid": info.table_id, "sid": b.snapshot_id, "ord": src.file_order, "path": stored,
-           "rel": b.db.dialect.bool_param(rel), "rc": src.record_count, "size": src.file_size_bytes,
-           "footer": src.footer_size, "rid": src.row_id_start, "pid": pid, "mid": mapping_id})
+    b.add_rows(file_rows.data_files(b.db.dialect, [file_rows.DataFileRow(
+        fid, info.table_id, b.snapshot_id, path, table_dir, src.record_count, src.file_size_bytes, src.footer_size,
+        src.row_id_start, pid, file_order=src.file_order, mapping_id=mapping_id)]))
     leaves = {c.column_id for top in info.columns for c in top.leaves()}
     b.file_details(fid, info.table_id, [st for st in src.stats if st.column_id in leaves], src.partition_values)
     return fid
@@ -224,11 +209,8 @@ def _insert_file(b: CatalogBuilder, info: TableInfo, table_dir: str, path: str, 
 
 def _insert_delete(b: CatalogBuilder, info: TableInfo, table_dir: str, data_file_id: int, path: str, count: int,
                    size: int, footer: int | None) -> None:
-    stored, rel = _relative(path, table_dir)
-    b.add("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :sid, NULL, :fid, :path, :rel, 'parquet', :n, "
-          ":size, :footer, NULL, NULL)",
-          {"did": b.file_id(), "tid": info.table_id, "sid": b.snapshot_id, "fid": data_file_id, "path": stored,
-           "rel": b.db.dialect.bool_param(rel), "n": count, "size": size, "footer": footer})
+    b.add_rows(file_rows.delete_files(b.db.dialect, [file_rows.DeleteFileRow(
+        b.file_id(), info.table_id, b.snapshot_id, data_file_id, path, table_dir, count, size, footer)]))
 
 
 # planning (reads the source; writes nothing) ----------------------------------------------------------------------

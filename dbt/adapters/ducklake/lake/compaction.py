@@ -1,12 +1,11 @@
 """Compaction with the reference's semantics: merge_adjacent_files and flush_inlined_data, one snapshot each.
 
-Files are planned and written against the latest snapshot, then committed through a Transaction whose operation
+Files are planned and written against the latest snapshot for a Transaction (which owns them), whose operation
 re-checks at commit time that no other writer changed what was read (else CommitConflictError, files removed).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import file_rows
 from .builder import CatalogBuilder
 from .conflicts import parse_changes
 from .datafiles import DataFileSpec
@@ -26,11 +26,12 @@ from .deletes import (
     read_delete_file,
     write_delete_file,
 )
-from .errors import CommitConflictError, CommitStateUnknownError
+from .errors import CommitConflictError
 from .inlined import read_inlined
 from .operations import Operation, bound_table
+from .option_values import parse_size
 from .partitioning import partition_values
-from .paths import LocalFileIO, delete_file_name, join_path, relative_to, to_local
+from .paths import delete_file_name, join_path, to_local
 from .records import Column, DataFile, DeleteFile, TableInfo
 from .scan import FileScanTask, read_file
 from .state import LakeState, load_state
@@ -38,10 +39,9 @@ from .writer import NULL_PARTITION_DIR, conform, write_file
 
 if TYPE_CHECKING:
     from .lake import DuckLake
+    from .transaction import Transaction
 
 DEFAULT_TARGET_FILE_SIZE = 1 << 29  # the reference's target_file_size default (512 MiB)
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "kib": 1024, "mib": 1024**2,
-               "gib": 1024**3, "tib": 1024**4}
 # changes by other writers that invalidate what a compaction read (new inserts do not)
 _INVALIDATING = ("deleted_from_table", "dropped_table", "altered_table", "inlined_delete", "inline_flush",
                  "flushed_inlined", "merge_adjacent", "rewrite_delete", "compacted_table")
@@ -90,12 +90,9 @@ def _check_untouched(b: CatalogBuilder, table_id: int, base: int) -> None:
 def _insert_data_file(b: CatalogBuilder, info: TableInfo, spec: DataFileSpec, begin: int, partial_max: int | None,
                       row_id_start: int | None, partition_id: int | None) -> int:
     fid = b.file_id()
-    rel = relative_to(spec.path, b.latest.table_path(info))
-    b.add("INSERT INTO {p}ducklake_data_file VALUES (:fid, :tid, :b, NULL, NULL, :path, :rel, 'parquet', :rc, :size, "
-          ":footer, :rid, :pid, NULL, NULL, :pmax)",
-          {"fid": fid, "tid": info.table_id, "b": begin, "path": rel if rel is not None else spec.path,
-           "rel": b.db.dialect.bool_param(rel is not None), "rc": spec.record_count, "size": spec.file_size_bytes,
-           "footer": spec.footer_size, "rid": row_id_start, "pid": partition_id, "pmax": partial_max})
+    b.add_rows(file_rows.data_files(b.db.dialect, [file_rows.DataFileRow(
+        fid, info.table_id, begin, spec.path, b.table_path(info), spec.record_count, spec.file_size_bytes,
+        spec.footer_size, row_id_start, partition_id, partial_max=partial_max)]))
     b.file_details(fid, info.table_id, spec.stats, spec.partition_values)
     return fid
 
@@ -112,37 +109,11 @@ class _DeleteSpec:
 
 def _insert_delete_file(b: CatalogBuilder, info: TableInfo, data_file_id: int, d: _DeleteSpec,
                         deleted_from: bool = True) -> None:
-    rel = relative_to(d.path, b.latest.table_path(info))
-    b.add("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, 'parquet', :n, "
-          ":size, :footer, NULL, :pmax)",
-          {"did": b.file_id(), "tid": info.table_id, "b": d.begin, "fid": data_file_id,
-           "path": rel if rel is not None else d.path, "rel": b.db.dialect.bool_param(rel is not None),
-           "n": d.count, "size": d.size, "footer": d.footer, "pmax": d.partial_max})
+    b.add_rows(file_rows.delete_files(b.db.dialect, [file_rows.DeleteFileRow(
+        b.file_id(), info.table_id, d.begin, data_file_id, d.path, b.table_path(info), d.count, d.size, d.footer,
+        d.partial_max)]))
     if deleted_from:
         b.changes.deleted_tables.add(info.table_id)
-
-
-def _schedule(b: CatalogBuilder, file_id: int, path: str) -> None:
-    spath, srel = b.data_path_relative(path)
-    b.add("INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:d, :path, :rel, "
-          + b.db.dialect.timestamp_literal_sql() + ")",
-          {"d": file_id, "path": spath, "rel": b.db.dialect.bool_param(srel), "ts": b.db.dialect.timestamp_param(b.now)})
-
-
-def _commit(lake: DuckLake, ops: list[Operation], written: list[str], message: str) -> None:
-    """Commit the operations as ONE snapshot (as the reference does for all tables it compacts); files they wrote
-    are removed unless the outcome is unknown."""
-    try:
-        if ops:
-            with lake.transaction(commit_message=message) as tx:
-                for op in ops:
-                    tx._stage(op)
-    except CommitStateUnknownError:
-        raise
-    except BaseException:
-        for path in written:
-            LocalFileIO().delete(path)
-        raise
 
 
 # merge_adjacent_files ----------------------------------------------------------------------------------------
@@ -174,19 +145,8 @@ class MergeAdjacent(Operation):
             for t in ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_delete_file",
                       "ducklake_file_partition_value", "ducklake_file_variant_stats"):
                 b.add(f"DELETE FROM {{p}}{t} WHERE data_file_id IN ({ids})")
-            for f in m.sources:
-                _schedule(b, f.data_file_id, f.path)
+            b.schedule_for_deletion([(f.data_file_id, f.path) for f in m.sources])
         b.changes.merged_adjacent.add(info.table_id)
-
-
-def parse_size(value: str | int) -> int:
-    """A byte size: an integer or '<n>[B|KB|MB|GB|TB|KiB|MiB|GiB|TiB]'. Raises ValueError."""
-    if isinstance(value, int):
-        return value
-    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(value).lower())
-    if not m or m.group(2) not in _SIZE_UNITS:
-        raise ValueError(f"cannot parse a file size from {value!r}: expected e.g. 536870912 or '512MB'")
-    return int(m.group(1)) * _SIZE_UNITS[m.group(2)]
 
 
 def merge_adjacent_files(
@@ -216,9 +176,10 @@ def merge_adjacent_files(
         raise ValueError(f"min_file_size ({min_file_size}) must be less than max_file_size ({max_file_size})")
     if max_compacted_files is not None and max_compacted_files <= 0:
         raise ValueError(f"max_compacted_files must be greater than zero, got {max_compacted_files}")
-    state = lake.snapshot()
-    out, ops, written = [], [], []
-    try:
+    out = []
+    # one snapshot for all tables, as the reference does; the transaction owns the files written for it
+    with lake.transaction(commit_message="merge_adjacent_files") as tx:
+        state = tx.base
         for info in _tables(state, schema, table):
             if (lake.option("auto_compact", info.table_id, info.schema_id) or "true") != "true":
                 continue  # the reference compares the stored text with 'true' exactly
@@ -231,14 +192,9 @@ def merge_adjacent_files(
                 continue
             op = MergeAdjacent(info.schema_name, info.name, state.snapshot_id)
             for sources in groups:
-                op.merges.append(_write_merged(lake, state, info, sources, written))
-            ops.append(op)
+                op.merges.append(_write_merged(lake, state, info, sources, tx))
+            tx.stage(op)
             out.append((info.schema_name, info.name, sum(len(g) for g in groups), len(groups)))
-    except BaseException:
-        for path in written:
-            LocalFileIO().delete(path)
-        raise
-    _commit(lake, ops, written, "merge_adjacent_files")
     return out
 
 
@@ -287,7 +243,7 @@ def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int
 
 
 def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Sequence[DataFile],
-                  written: list[str]) -> _Merge:
+                  tx: Transaction) -> _Merge:
     first = sources[0]
     table_v = _state_at(lake, state, first.begin_snapshot).table_by_id(info.table_id)
     mappings = state.name_mappings(info) if any(f.mapping_id is not None for f in sources) else {}
@@ -315,7 +271,7 @@ def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Se
         data = data.append_column(_meta(ROW_ID_COLUMN, ROW_ID_FIELD_ID), rows.column("rowid").cast(pa.int64()))
     directory = first.path.rsplit("/", 1)[0] if first.partition_id is not None else state.table_path(info)
     spec = write_file(table_v, directory, data, first.partition_values)
-    written.append(spec.path)
+    tx.own_files([spec.path])
     return _Merge(tuple(sources), spec, first.row_id_start if adjacent else None)
 
 
@@ -355,7 +311,7 @@ class FlushInlined(Operation):
             old = data_file.delete_file
             if old is not None:
                 b.add("DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": old.delete_file_id})
-                _schedule(b, old.delete_file_id, old.path)
+                b.schedule_for_deletion([(old.delete_file_id, old.path)])
             _insert_delete_file(b, info, data_file.data_file_id, d)
         if self.file_deletes:
             b.add(f"DELETE FROM {{p}}ducklake_inlined_delete_{info.table_id} WHERE begin_snapshot <= :s",
@@ -376,25 +332,20 @@ def flush_inlined_data(
         NoSuchTableError / NoSuchSchemaError: the table or schema does not exist.
         CommitConflictError: another writer changed the table meanwhile (nothing committed).
     """
-    state = lake.snapshot()
-    out, ops, written = [], [], []
-    try:
+    out = []
+    with lake.transaction(commit_message="flush_inlined_data") as tx:  # one snapshot; it owns the written files
+        state = tx.base
         for info in _tables(state, schema, table):
             op = FlushInlined(info.schema_name, info.name, state.snapshot_id)
-            flushed = _plan_flush(lake, state, info, op, written)
+            flushed = _plan_flush(lake, state, info, op, tx)
             if op.files or op.file_deletes:
-                ops.append(op)
+                tx.stage(op)
             if flushed:
                 out.append((info.schema_name, info.name, flushed))
-    except BaseException:
-        for path in written:
-            LocalFileIO().delete(path)
-        raise
-    _commit(lake, ops, written, "flush_inlined_data")
     return out
 
 
-def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInlined, written: list[str]) -> int:
+def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInlined, tx: Transaction) -> int:
     flushed = 0
     table_dir = state.table_path(info)
     for it in state.inlined_tables(info):
@@ -418,7 +369,7 @@ def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInli
                                       part.column("begin_snapshot").cast(pa.int64()))
             directory = table_dir if not key else join_path(table_dir, _partition_dir(table_v, key))
             spec = write_file(table_v, directory, data, key)
-            written.append(spec.path)
+            tx.own_files([spec.path])
             begins = part.column("begin_snapshot").to_pylist()
             ends = part.column("end_snapshot").to_pylist()
             deleted = [(p, e) for p, e in enumerate(ends) if e is not None]
@@ -427,17 +378,17 @@ def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInli
                 path = join_path(directory, delete_file_name())
                 positions = DeletePositions(tuple(p for p, _ in deleted), tuple(e for _, e in deleted))
                 size, footer = write_delete_file(path, spec.path, positions, with_snapshots=True)
-                written.append(path)
+                tx.own_files([path])
                 deletes = _DeleteSpec(path, len(deleted), size, footer, min(e for _, e in deleted), None)
             op.files.append(_Flushed(spec, min(begins), max(begins), min(part.column("rowid").to_pylist()),
                                      table_v.partition.partition_id if table_v.partition else None, deletes))
     for f in state.files(info):
         if f.inlined_deletes:
-            op.file_deletes.append((f, _merged_file_deletes(f, written)))
+            op.file_deletes.append((f, _merged_file_deletes(f, tx)))
     return flushed
 
 
-def _merged_file_deletes(f: DataFile, written: list[str]) -> _DeleteSpec:
+def _merged_file_deletes(f: DataFile, tx: Transaction) -> _DeleteSpec:
     """One delete file holding the data file's existing deletes and its inlined ones, each with its snapshot."""
     merged: dict[int, int] = {}
     old: DeleteFile | None = f.delete_file
@@ -450,7 +401,7 @@ def _merged_file_deletes(f: DataFile, written: list[str]) -> _DeleteSpec:
     positions = DeletePositions(tuple(order), tuple(merged[p] for p in order))
     path = join_path(f.path.rsplit("/", 1)[0], delete_file_name())
     size, footer = write_delete_file(path, f.path, positions, with_snapshots=True)
-    written.append(path)
+    tx.own_files([path])
     return _DeleteSpec(path, len(order), size, footer, min(positions.snapshots), max(positions.snapshots))
 
 

@@ -7,6 +7,8 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from .types import duckdb_sql_type
+
 if TYPE_CHECKING:
     from .records import Column
 
@@ -58,8 +60,6 @@ class Dialect:
 
     def inlined_column_type(self, col: Column) -> str:
         """The column type of an inlined-data table, as the reference's metadata manager declares it."""
-        from .inlined import duckdb_sql_type
-
         return duckdb_sql_type(col)
 
     max_identifier_length = 1 << 30

@@ -17,36 +17,11 @@ import pyarrow as pa
 from .arrow_types import cast_to, plain_type
 from .records import Column, InlinedTable, TableInfo
 from .state import LakeState
-from .types import decimal_params, parse_value
+from .types import duckdb_sql_type, parse_value
 
 _VIA_TEXT = ("timetz", "int128", "uint128")
 _NATIVE = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64", "boolean", "varchar",
            "blob", "json")
-_SCALAR_SQL = {
-    "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT",
-    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "uint128": "UHUGEINT",
-    "float32": "FLOAT", "float64": "DOUBLE", "varchar": "VARCHAR", "boolean": "BOOLEAN", "date": "DATE",
-    "time": "TIME", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ",
-    "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS", "timestamp_ns": "TIMESTAMP_NS",
-    "interval": "INTERVAL", "blob": "BLOB", "uuid": "UUID", "json": "VARCHAR",
-}
-
-
-def duckdb_sql_type(col: Column) -> str:
-    """The DuckDB SQL type of a DuckLake column tree."""
-    if col.type == "list":
-        return duckdb_sql_type(col.children[0]) + "[]"
-    if col.type == "struct":
-        inner = ", ".join('"' + c.name.replace('"', '""') + '" ' + duckdb_sql_type(c) for c in col.children)
-        return f"STRUCT({inner})"
-    if col.type == "map":
-        return f"MAP({duckdb_sql_type(col.children[0])}, {duckdb_sql_type(col.children[1])})"
-    if col.type.startswith("decimal"):
-        p, s = decimal_params(col.type)
-        return f"DECIMAL({p},{s})"
-    return _SCALAR_SQL[col.type]
-
-
 def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, history: bool = False,
                  only: str | None = None) -> list[pa.Table]:
     """The table's inlined rows visible at the state's snapshot, mapped to the table's current columns.

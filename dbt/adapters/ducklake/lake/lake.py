@@ -12,6 +12,7 @@ from . import ddl
 from .catalog import CatalogDB
 from .catalog_url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
+from .option_values import parse_interval, parse_size
 from .paths import as_dir, to_local
 from .records import Snapshot
 from .state import LakeState, find_snapshot, list_snapshots, load_state
@@ -273,8 +274,6 @@ class DuckLake:
 def _option_text(name: str, value: Any) -> str:
     """The text DuckDB's set_option stores for a known option (others are stored as given)."""
     if name == "target_file_size":
-        from .compaction import parse_size
-
         return str(parse_size(value))
     if name == "auto_compact":
         truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
@@ -283,8 +282,6 @@ def _option_text(name: str, value: Any) -> str:
             raise ValueError(f"auto_compact must be true or false, got {value!r}")
         return truth[text]
     if name in ("expire_older_than", "delete_older_than"):
-        from .maintenance import parse_interval
-
         parse_interval(str(value))
     return str(value)
 

@@ -7,20 +7,20 @@ commit a snapshot, lives in compaction.py and is re-exported here.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import os
-import re
 import shutil
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
+from . import file_rows
 from .catalog import CatalogDB
 from .compaction import flush_inlined_data, merge_adjacent_files
 from .errors import DuckLakeError
-from .paths import LocalFileIO, join_path, relative_to, to_local
+from .option_values import interval_before
+from .paths import LocalFileIO, join_path, to_local
 from .records import Snapshot
 from .state import list_snapshots
 
@@ -31,15 +31,6 @@ __all__ = ["cleanup_old_files", "delete_orphaned_files", "expire_snapshots", "fl
            "merge_adjacent_files"]
 
 DEFAULT_DELETE_OLDER_THAN = "2 days"  # the reference's default of the delete_older_than option
-_UNITS = {"microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600, "day": 86400,
-          "week": 7 * 86400}
-_UNIT_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second", "m": "minute",
-                 "min": "minute", "h": "hour", "hr": "hour", "d": "day", "w": "week", "mon": "month", "y": "year",
-                 "yr": "year"}
-_INTERVAL_PART = re.compile(
-    r"\s*(?:(?P<clock>\d+:\d{1,2}:\d{1,2}(?:\.\d+)?)|(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>"
-    r"microsecond|millisecond|second|minute|hour|day|week|month|year|sec|min|mon|hr|yr|us|ms|[smhdwy])s?\b)")
-
 # a row that no remaining snapshot can see: [begin, end) holds none of them
 _UNSEEN = ("end_snapshot IS NOT NULL AND NOT EXISTS (SELECT snapshot_id FROM {p}ducklake_snapshot "
            "WHERE snapshot_id >= begin_snapshot AND snapshot_id < end_snapshot)")
@@ -48,50 +39,6 @@ _TABLE_ROWS = ("ducklake_table", "ducklake_table_stats", "ducklake_table_column_
                "ducklake_partition_column", "ducklake_column", "ducklake_column_tag", "ducklake_sort_info",
                "ducklake_sort_expression", "ducklake_schema_versions", "ducklake_inlined_data_tables",
                "ducklake_column_mapping")
-
-
-def parse_interval(text: str) -> tuple[int, dt.timedelta]:
-    """(months, rest) of an interval as DuckDB's option values take it: '2 days', '1 week 2 days', '1 month',
-    '36 hours', '00:00:01', '1 day 12:00:00'.
-
-    Raises:
-        ValueError: the text is not a sequence of '<number> <unit>' parts (unit microsecond..year) or 'HH:MM:SS'.
-    """
-    months, rest, parts = 0, dt.timedelta(), 0
-    pos, low = 0, text.lower()
-    for m in _INTERVAL_PART.finditer(low):
-        if low[pos:m.start()].strip():
-            break
-        pos, parts = m.end(), parts + 1
-        if m.group("clock"):
-            h, mi, sec = m.group("clock").split(":")
-            rest += dt.timedelta(hours=int(h), minutes=int(mi), seconds=float(sec))
-            continue
-        n, unit = float(m.group("n")), _UNIT_ALIASES.get(m.group("unit"), m.group("unit"))
-        if unit in ("month", "year"):
-            if n != int(n):
-                raise ValueError(f"cannot parse interval {text!r}: months and years must be whole numbers")
-            months += int(n) * (12 if unit == "year" else 1)
-        else:
-            rest += dt.timedelta(seconds=n * _UNITS[unit])
-    if not parts or low[pos:].strip():
-        raise ValueError(f"cannot parse interval {text!r}: expected e.g. '2 days', '1 week', '12 hours', '00:30:00'")
-    return months, rest
-
-
-def interval_before(now: dt.datetime, text: str) -> dt.datetime:
-    """now minus the interval text, months by the calendar (day clamped to the month's end), as DuckDB does.
-
-    Raises:
-        ValueError: the text is not an interval (see parse_interval).
-    """
-    months, rest = parse_interval(text)
-    if months:
-        total = now.year * 12 + now.month - 1 - months
-        year, month = divmod(total, 12)
-        last = calendar.monthrange(year, month + 1)[1]
-        now = now.replace(year=year, month=month + 1, day=min(now.day, last))
-    return now - rest
 
 
 def _aware(ts: dt.datetime) -> dt.datetime:
@@ -195,14 +142,10 @@ def _delete_snapshots(db: CatalogDB, conn: Connection, data_path: str, ids: list
 def _schedule(db: CatalogDB, conn: Connection, data_path: str, rows: list[Any], now: dt.datetime) -> None:
     """Schedule files (id, table id, stored path, relative) for deletion, paths relative to data_path if inside."""
     dirs = _table_dirs(db, conn, data_path)
-    params = []
-    for fid, tid, path, rel in rows:
-        full = join_path(dirs.get(tid, data_path), path) if db.dialect.read_bool(rel) is not False else path
-        inside = relative_to(full, data_path)
-        params.append({"f": fid, "path": inside if inside is not None else full,
-                       "rel": db.dialect.bool_param(inside is not None), "ts": db.dialect.timestamp_param(now)})
-    db.execute(conn, "INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:f, :path, :rel, "
-               + db.dialect.timestamp_literal_sql() + ")", params)
+    files = [(fid, join_path(dirs.get(tid, data_path), path) if db.dialect.read_bool(rel) is not False else path)
+             for fid, tid, path, rel in rows]
+    if files:
+        db.execute(conn, *file_rows.scheduled_for_deletion(db.dialect, files, data_path, now))
 
 
 def _table_dirs(db: CatalogDB, conn: Connection, data_path: str) -> dict[int, str]:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
+from . import file_rows
 from .builder import CatalogBuilder
 from .datafiles import DataFileSpec
 from .deletes import merge_positions, read_delete_file, write_delete_file
 from .errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
-from .paths import delete_file_name, join_path, relative_to
-from .records import Column, DataFile, TableInfo
-from .state import ci_lookup, load_files
+from .paths import delete_file_name, join_path
+from .records import Column, ColumnStats, DataFile, TableInfo
+from .state import ci_lookup
 
 # The widening type changes the reference allows (DuckDB's max-logical-type rule, checked against DuckDB 1.5).
 _SIGNED = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "int128": 128}
@@ -293,10 +294,14 @@ class AddDataFiles(Operation):
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
         nkeys = len(info.partition.fields) if info.partition else 0
-        table_dir = b.latest.table_path(info) if info.table_id in _live_ids(b) else _new_table_dir(b, info)
+        table_dir = b.table_path(info)
         delta = b.stats_delta(info.table_id)
         next_row_id = _next_row_id(b, info.table_id) + delta.rows_added
-        rows, stats_rows, pv_rows, mapping_rows, name_rows = [], [], [], [], []
+        pid = info.partition.partition_id if info.partition else None
+        rows: list[file_rows.DataFileRow] = []
+        stats: list[tuple[int, int, ColumnStats]] = []
+        values: list[tuple[int, int, Sequence[str | None]]] = []
+        mappings: list[tuple[int, int, Sequence[file_rows.NameMappingEntry]]] = []
         leaf_ids = {c.column_id for top in info.columns for c in top.leaves()}
         for spec in self.files:
             if len(spec.partition_values) != nkeys:
@@ -305,17 +310,13 @@ class AddDataFiles(Operation):
                     f"gives {len(spec.partition_values)} partition values"
                 )
             fid = b.file_id()
-            rel = relative_to(spec.path, table_dir)
             mapping_id = None
             if spec.name_mapping is not None:
-                mapping_id = _name_mapping_rows(b, info.table_id, spec, mapping_rows, name_rows)
-            rows.append({
-                "fid": fid, "tid": info.table_id, "sid": b.snapshot_id,
-                "path": rel if rel is not None else spec.path, "rel": b.db.dialect.bool_param(rel is not None),
-                "rc": spec.record_count, "size": spec.file_size_bytes, "footer": spec.footer_size,
-                "rid": next_row_id, "pid": info.partition.partition_id if info.partition else None,
-                "mid": mapping_id,
-            })
+                mapping_id = b.file_id()
+                mappings.append((mapping_id, info.table_id, spec.name_mapping))
+            rows.append(file_rows.DataFileRow(fid, info.table_id, b.snapshot_id, spec.path, table_dir,
+                                              spec.record_count, spec.file_size_bytes, spec.footer_size, next_row_id,
+                                              pid, mapping_id=mapping_id))
             next_row_id += spec.record_count
             delta.rows_added += spec.record_count
             delta.record_count += spec.record_count
@@ -323,34 +324,17 @@ class AddDataFiles(Operation):
             for st in spec.stats:
                 if st.column_id not in leaf_ids:
                     continue
-                stats_rows.append({
-                    "fid": fid, "tid": info.table_id, "cid": st.column_id, "size": st.column_size_bytes,
-                    "vc": st.value_count, "nc": st.null_count, "mn": st.min_value, "mx": st.max_value,
-                    "nan": b.db.dialect.bool_param(st.contains_nan),
-                })
+                stats.append((fid, info.table_id, st))
                 if (st.min_value is None or st.max_value is None) and (st.value_count is None or st.value_count > 0):
                     delta.unknown_bounds.add(st.column_id)
                 delta.file_stats.setdefault(st.column_id, []).append(st)
-            for k, v in enumerate(spec.partition_values):
-                pv_rows.append({"fid": fid, "tid": info.table_id, "k": k, "v": v})
-        if mapping_rows:
-            # one many-row statement per catalog table, not two per file (fast on a DuckDB catalog: see catalog.execute)
-            b.add("INSERT INTO {p}ducklake_column_mapping VALUES (:m, :t, 'map_by_name')", mapping_rows)
-            if name_rows:
-                b.add("INSERT INTO {p}ducklake_name_mapping VALUES (:m, :c, :src, :target, :parent, :part)", name_rows)
-        b.add(
-            "INSERT INTO {p}ducklake_data_file VALUES (:fid, :tid, :sid, NULL, NULL, :path, :rel, 'parquet', :rc, "
-            ":size, :footer, :rid, :pid, NULL, :mid, NULL)",
-            rows,
-        )
-        if stats_rows:
-            b.add(
-                "INSERT INTO {p}ducklake_file_column_stats VALUES (:fid, :tid, :cid, :size, :vc, :nc, :mn, :mx, :nan, "
-                "NULL)",
-                stats_rows,
-            )
-        if pv_rows:
-            b.add("INSERT INTO {p}ducklake_file_partition_value VALUES (:fid, :tid, :k, :v)", pv_rows)
+            values.append((fid, info.table_id, spec.partition_values))
+        # one many-row statement per catalog table, not two per file (fast on a DuckDB catalog: see catalog.execute)
+        for statement in file_rows.name_mappings(b.db.dialect, mappings):
+            b.add_rows(statement)
+        b.add_rows(file_rows.data_files(b.db.dialect, rows))
+        b.add_rows(file_rows.column_stats(b.db.dialect, stats))
+        b.add_rows(file_rows.partition_values(values))
         if self.files:
             b.changes.inserted_tables.add(info.table_id)
 
@@ -390,28 +374,14 @@ class DeleteRows(Operation):
         path = join_path(directory, delete_file_name())
         size, footer = write_delete_file(path, f.path, merged, with_snapshots=existing is not None)
         b.written_files.append(path)
-        table_dir = b.latest.table_path(info)
-        rel = relative_to(path, table_dir)
-        did = b.file_id()
-        b.add(
-            "INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :begin, NULL, :fid, :path, :rel, 'parquet', :n, "
-            ":size, :footer, NULL, :pmax)",
-            {"did": did, "tid": info.table_id, "begin": min(merged.snapshots) if existing else b.snapshot_id,
-             "fid": f.data_file_id, "path": rel if rel is not None else path,
-             "rel": b.db.dialect.bool_param(rel is not None), "n": len(merged.positions), "size": size,
-             "footer": footer, "pmax": b.snapshot_id if existing else None},
-        )
+        b.add_rows(file_rows.delete_files(b.db.dialect, [file_rows.DeleteFileRow(
+            b.file_id(), info.table_id, min(merged.snapshots) if existing else b.snapshot_id, f.data_file_id, path,
+            b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if existing else None)]))
         if existing is not None and f.delete_file is not None:
             # 1.0 style: the new file holds every delete with its snapshot; the old row goes, its file is scheduled
             old = f.delete_file
             b.add("DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": old.delete_file_id})
-            spath, srel = b.data_path_relative(old.path)
-            b.add(
-                "INSERT INTO {p}ducklake_files_scheduled_for_deletion VALUES (:d, :path, :rel, "
-                + b.db.dialect.timestamp_literal_sql() + ")",
-                {"d": old.delete_file_id, "path": spath, "rel": b.db.dialect.bool_param(srel),
-                 "ts": b.db.dialect.timestamp_param(b.now)},
-            )
+            b.schedule_for_deletion([(old.delete_file_id, old.path)])
 
 
 @dataclass
@@ -455,43 +425,15 @@ def _bound_or_none(b: CatalogBuilder, op: Operation, name: str) -> TableInfo | N
         return None
 
 
-def _live_ids(b: CatalogBuilder) -> set[int]:
-    return {t.table_id for t in b.latest.tables.values()}
-
-
-def _new_table_dir(b: CatalogBuilder, info: object) -> str:
-    from .records import TableInfo
-
-    assert isinstance(info, TableInfo)
-    schema = b.schemas[info.schema_name]
-    base = join_path(b.latest.data_path, schema.path) if schema.path_is_relative else schema.path
-    return join_path(base, info.path)
-
-
 def _next_row_id(b: CatalogBuilder, table_id: int) -> int:
     rows = b.db.query(b.conn, "SELECT next_row_id FROM {p}ducklake_table_stats WHERE table_id = :t", {"t": table_id})
     return rows[0][0] if rows else 0
 
 
 def _live_file(b: CatalogBuilder, table_id: int, data_file_id: int) -> DataFile:
-    cache: dict[int, list[DataFile]] = b.__dict__.setdefault("_files", {})
-    if table_id not in cache:
-        cache[table_id] = load_files(b.db, b.conn, b.latest, b.table_by_id(table_id))
-    for f in cache[table_id]:
+    for f in b.live_files(table_id):
         if f.data_file_id == data_file_id:
             return f
     raise CommitConflictError(
         f"data file {data_file_id} of table id {table_id} is no longer live (another writer compacted or dropped it)"
     )
-
-
-def _name_mapping_rows(b: CatalogBuilder, table_id: int, spec: DataFileSpec, mapping_rows: list[dict[str, Any]],
-                       name_rows: list[dict[str, Any]]) -> int:
-    """Append a file's ducklake_column_mapping row and its ducklake_name_mapping rows; returns the mapping id."""
-    mid = b.file_id()
-    mapping_rows.append({"m": mid, "t": table_id})
-    name_rows.extend(
-        {"m": mid, "c": i, "src": src, "target": target, "parent": parent, "part": b.db.dialect.bool_param(part)}
-        for i, (src, target, parent, part) in enumerate(spec.name_mapping or ())
-    )
-    return mid

@@ -7,7 +7,11 @@ import os
 import secrets
 import time
 import uuid
-from typing import Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from .records import SchemaInfo, TableInfo
 
 
 def join_path(base: str, rel: str) -> str:
@@ -96,3 +100,32 @@ class LocalFileIO:
 
     def local_path(self, path: str) -> str:
         return to_local(path)
+
+
+def table_directory(data_path: str, schema: SchemaInfo, table: TableInfo) -> str:
+    """A table's directory: data_path + schema path + table path (each joined when relative)."""
+    base = join_path(data_path, schema.path) if schema.path_is_relative else schema.path
+    if not table.path:
+        return base
+    return join_path(base, table.path) if table.path_is_relative else table.path
+
+
+def discard_files(paths: Iterable[str], root: str | None = None) -> None:
+    """Remove written files that no commit references (missing ones are fine), and the directories below root that
+    this leaves empty (a table's partition directories)."""
+    top = os.path.abspath(to_local(root)) if root is not None else None
+    dirs = set()
+    for path in paths:
+        local = os.path.abspath(to_local(path))
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(local)
+        dirs.add(os.path.dirname(local))
+    if top is None:
+        return
+    for d in sorted(dirs, key=len, reverse=True):
+        while d.startswith(top + os.sep):
+            try:
+                os.rmdir(d)  # only if empty
+            except OSError:
+                break
+            d = os.path.dirname(d)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from .catalog import CatalogDB
 from .errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError
-from .paths import join_path
+from .paths import join_path, table_directory
 from .records import (
     Column,
     ColumnStats,
@@ -198,11 +198,7 @@ class LakeState:
 
     def table_path(self, table: TableInfo) -> str:
         """The table's directory: data_path + schema path + table path (each relative part joined)."""
-        schema = self.schema_by_id(table.schema_id)
-        base = join_path(self.data_path, schema.path) if schema.path_is_relative else schema.path
-        if not table.path:
-            return base
-        return join_path(base, table.path) if table.path_is_relative else table.path
+        return table_directory(self.data_path, self.schema_by_id(table.schema_id), table)
 
     # files -----------------------------------------------------------------------------------------------------
     def files(self, table: TableInfo | int) -> list[DataFile]:

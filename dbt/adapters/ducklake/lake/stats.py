@@ -24,8 +24,8 @@ from .types import (
     INT64_MAX,
     INT_RANGES,
     TIMESTAMP_UNITS,
-    _float32,
     decimal_params,
+    float32,
     format_value,
     parse_type,
     sort_key,
@@ -298,7 +298,7 @@ def _bound_text(t: str, decoded: tuple[str, Any] | None, physical: int | None) -
             v = float(v)
         elif kind != "float" or v != v:  # a NaN bound says nothing
             return None
-        if t == "float32" and physical != FLOAT and _float32(v) != v:
+        if t == "float32" and physical != FLOAT and float32(v) != v:
             return None
         return format_value(t, v)
     if t.startswith("decimal("):

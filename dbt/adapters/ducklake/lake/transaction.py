@@ -17,7 +17,7 @@ from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
 from .errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
-from .paths import LocalFileIO, join_path
+from .paths import LocalFileIO, discard_files
 from .records import Column, Snapshot, TableInfo, ViewInfo
 from .state import LakeState, ci_lookup, latest_snapshot, load_state
 
@@ -36,7 +36,9 @@ RETRY_BACKOFF = 1.5
 class Transaction:
     """Changes staged against a base snapshot; `commit()` writes them as one snapshot, or nothing at all.
 
-    Usable as a context manager: commits on a clean exit, discards on an exception.
+    Files written for it (`own_files`) are removed when it is abandoned or its commit definitely fails, and kept
+    once the COMMIT succeeded or may have (see commit_outcome): the one place that decides what happens to a
+    writer's files. Usable as a context manager: commits on a clean exit, abandons on an exception.
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class Transaction:
         self._closed = False
         self.committed: Snapshot | None = None
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
+        self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -67,7 +70,21 @@ class Transaction:
         if exc_type is None and not self._closed:
             self.commit()
         else:
-            self._closed = True
+            self.abandon()
+
+    # files written for it ---------------------------------------------------------------------------------------
+    def own_files(self, paths: Iterable[str], root: str | None = None) -> None:
+        """Files written for this transaction (data or delete files): removed if it is abandoned or its commit
+        definitely fails, kept once the COMMIT succeeded or may have. root: directories below it that the removal
+        leaves empty go too (a table's partition directories)."""
+        paths = tuple(paths)
+        if paths:
+            self._owned.append((paths, root))
+
+    def _discard_owned(self) -> None:
+        owned, self._owned = self._owned, []
+        for paths, root in owned:
+            discard_files(paths, root)
 
     # the staged view --------------------------------------------------------------------------------------------
     def table(self, schema: str, name: str) -> TableInfo:
@@ -79,11 +96,7 @@ class Transaction:
 
     def table_path(self, table: TableInfo) -> str:
         """The directory of a table as this transaction has it (its schema may be staged too)."""
-        schema = next(s for s in self._staged.schemas.values() if s.schema_id == table.schema_id)
-        base = join_path(self.base.data_path, schema.path) if schema.path_is_relative else schema.path
-        if not table.path:
-            return base
-        return join_path(base, table.path) if table.path_is_relative else table.path
+        return self._staged.table_path(table)
 
     def is_new_table(self, schema: str, name: str) -> bool:
         """Whether the table is created (or re-created) in this transaction."""
@@ -110,7 +123,12 @@ class Transaction:
     def is_empty(self) -> bool:
         return not self._ops
 
-    def _stage(self, op: ops.Operation) -> None:
+    def stage(self, op: ops.Operation) -> None:
+        """Stage an operation (the typed methods below build theirs; maintenance stages its own, e.g. compaction).
+
+        Raises:
+            TransactionClosedError: the transaction was committed or abandoned.
+        """
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         self._bind(op)
@@ -222,11 +240,11 @@ class Transaction:
     # DDL ----------------------------------------------------------------------------------------------------------
     def create_schema(self, name: str, *, if_not_exists: bool = False) -> None:
         """CREATE SCHEMA. Raises SchemaExistsError."""
-        self._stage(ops.CreateSchema(name, if_not_exists))
+        self.stage(ops.CreateSchema(name, if_not_exists))
 
     def drop_schema(self, name: str, *, cascade: bool = False, if_exists: bool = False) -> None:
         """DROP SCHEMA [CASCADE]. Raises NoSuchSchemaError, SchemaExistsError (not empty)."""
-        self._stage(ops.DropSchema(name, cascade, if_exists))
+        self.stage(ops.DropSchema(name, cascade, if_exists))
 
     def create_table(
         self,
@@ -248,7 +266,7 @@ class Transaction:
                 parse_type(node.type)  # raises UnsupportedTypeError naming the type
         if replace and not self._closed:
             self._unstage_created(schema, name, view=False)  # replacing a table of this transaction: unstage it
-        self._stage(ops.CreateTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
+        self.stage(ops.CreateTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
                                     comment, replace, keep_column_ids))
         return self.table(schema, name)
 
@@ -258,14 +276,14 @@ class Transaction:
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         if not self._unstage_created(schema, name, view=False):
-            self._stage(ops.DropTable(schema, name, if_exists))
+            self.stage(ops.DropTable(schema, name, if_exists))
 
     def rename_table(self, schema: str, name: str, new_name: str) -> None:
-        self._stage(ops.RenameTable(schema, name, new_name))
+        self.stage(ops.RenameTable(schema, name, new_name))
 
     def set_partitioning(self, schema: str, name: str, fields: Sequence[tuple[str, str]] | None) -> None:
         """Set (or with None, remove) the partition spec: [(column, transform)], transform identity|year|…|bucket(N)."""
-        self._stage(ops.SetPartitioning(schema, name, tuple(fields) if fields else None))
+        self.stage(ops.SetPartitioning(schema, name, tuple(fields) if fields else None))
 
     def add_column(self, schema: str, table: str, column: Column) -> None:
         """ADD COLUMN; column.initial_default is what older files read, default_value the DEFAULT."""
@@ -273,31 +291,31 @@ class Transaction:
 
         for node in column.walk():
             parse_type(node.type)
-        self._stage(ops.AddColumn(schema, table, column))
+        self.stage(ops.AddColumn(schema, table, column))
 
     def drop_column(self, schema: str, table: str, column: str) -> None:
-        self._stage(ops.DropColumn(schema, table, column))
+        self.stage(ops.DropColumn(schema, table, column))
 
     def rename_column(self, schema: str, table: str, column: str, new_name: str) -> None:
-        self._stage(ops.AlterColumn(schema, table, column, new_name=new_name))
+        self.stage(ops.AlterColumn(schema, table, column, new_name=new_name))
 
     def alter_column_type(self, schema: str, table: str, column: str, new_type: str) -> None:
         """Widen a column's type (int8→…→int64, uint→wider, float32→float64). Raises SchemaEvolutionError."""
-        self._stage(ops.AlterColumn(schema, table, column, new_type=new_type))
+        self.stage(ops.AlterColumn(schema, table, column, new_type=new_type))
 
     def set_column_default(self, schema: str, table: str, column: str, default: str | None) -> None:
-        self._stage(ops.AlterColumn(schema, table, column, default=default, set_default=True))
+        self.stage(ops.AlterColumn(schema, table, column, default=default, set_default=True))
 
     def set_column_nullable(self, schema: str, table: str, column: str, nullable: bool) -> None:
-        self._stage(ops.AlterColumn(schema, table, column, nullable=nullable))
+        self.stage(ops.AlterColumn(schema, table, column, nullable=nullable))
 
     def set_comment(self, schema: str, name: str, comment: str | None, *, column: str | None = None) -> None:
         """COMMENT ON TABLE/VIEW/COLUMN (None removes it)."""
-        self._stage(ops.SetComment(schema, name, comment, column))
+        self.stage(ops.SetComment(schema, name, comment, column))
 
     def set_tag(self, schema: str, name: str, key: str, value: str | None) -> None:
         """A tag on a table or view (None removes it); 'comment' is the comment."""
-        self._stage(ops.SetTag(schema, name, key, value))
+        self.stage(ops.SetTag(schema, name, key, value))
 
     def create_view(
         self,
@@ -310,30 +328,30 @@ class Transaction:
         replace: bool = False,
         comment: str | None = None,
     ) -> None:
-        self._stage(ops.CreateView(schema, name, sql, dialect, tuple(column_aliases), replace, comment))
+        self.stage(ops.CreateView(schema, name, sql, dialect, tuple(column_aliases), replace, comment))
 
     def drop_view(self, schema: str, name: str, *, if_exists: bool = False) -> None:
         """DROP VIEW. A view created in this transaction is unstaged as the reference does."""
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         if not self._unstage_created(schema, name, view=True):
-            self._stage(ops.DropView(schema, name, if_exists))
+            self.stage(ops.DropView(schema, name, if_exists))
 
     def rename_view(self, schema: str, name: str, new_name: str) -> None:
-        self._stage(ops.RenameView(schema, name, new_name))
+        self.stage(ops.RenameView(schema, name, new_name))
 
     # data ---------------------------------------------------------------------------------------------------------
     def add_data_files(self, schema: str, table: str, files: Iterable[DataFileSpec]) -> None:
         """Register written Parquet files as new rows of the table."""
-        self._stage(ops.AddDataFiles(schema, table, tuple(files)))
+        self.stage(ops.AddDataFiles(schema, table, tuple(files)))
 
     def delete_rows(self, schema: str, table: str, data_file_id: int, positions: Iterable[int]) -> None:
         """Delete rows of a data file by 0-based position (merge-on-read: a delete file, or the whole file)."""
-        self._stage(ops.DeleteRows(schema, table, data_file_id, tuple(int(p) for p in positions)))
+        self.stage(ops.DeleteRows(schema, table, data_file_id, tuple(int(p) for p in positions)))
 
     def delete_inlined_rows(self, schema: str, table: str, row_ids: Iterable[int]) -> None:
         """Delete rows stored in the table's inlined-data tables, by row id."""
-        self._stage(ops.DeleteInlinedRows(schema, table, tuple(int(r) for r in row_ids)))
+        self.stage(ops.DeleteInlinedRows(schema, table, tuple(int(r) for r in row_ids)))
 
     def clone_table(self, source_schema: str, source_name: str, schema: str, name: str, *,
                     snapshot: int | None = None, replace: bool = False, link: bool = True) -> str:
@@ -361,7 +379,7 @@ class Transaction:
         files = [f.source.path for f in op.files]
         if not link or (files and not probe_links(files[0], self.table_path(created))):
             op.mode = FILE_COPY
-        self._stage(op)
+        self.stage(op)
         return op.mode
 
     def _touches(self, schema: str, name: str) -> bool:
@@ -385,7 +403,21 @@ class Transaction:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         self._closed = True
         if not self._ops:
+            self._discard_owned()  # written but never staged: nothing can reference them
             return None
+        try:
+            return self._commit()
+        except CommitStateUnknownError:
+            self._owned = []  # the commit may have happened: its files may be referenced, keep them
+            raise
+        except BaseException:
+            self._discard_owned()  # a definite failure: nothing references them
+            raise
+        finally:
+            if self.committed is not None:
+                self._owned = []
+
+    def _commit(self) -> Snapshot | None:
         db = self.lake.db
         fileio = LocalFileIO()
         self.lake.resolve_unknown_commits()
@@ -462,8 +494,9 @@ class Transaction:
                                             backend_pid)
 
     def abandon(self) -> None:
-        """Discard the staged changes."""
+        """Discard the staged changes, and the files written for them (none once a commit succeeded or may have)."""
         self._closed = True
+        self._discard_owned()
 
 
 def _adds_to(op: ops.Operation, schema: str, name: str) -> bool:

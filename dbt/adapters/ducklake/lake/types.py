@@ -253,9 +253,37 @@ def _interval_text(months: int, days: int, micros: int) -> str:
     return " ".join(parts) or "00:00:00"
 
 
+# ------------------------------------------------------------------------------------------- DuckDB SQL
+
+_SCALAR_SQL = {
+    "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT",
+    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "uint128": "UHUGEINT",
+    "float32": "FLOAT", "float64": "DOUBLE", "varchar": "VARCHAR", "boolean": "BOOLEAN", "date": "DATE",
+    "time": "TIME", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ",
+    "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS", "timestamp_ns": "TIMESTAMP_NS",
+    "interval": "INTERVAL", "blob": "BLOB", "uuid": "UUID", "json": "VARCHAR",
+}
+
+
+def duckdb_sql_type(col: Column) -> str:
+    """The DuckDB SQL type of a DuckLake column tree."""
+    if col.type == "list":
+        return duckdb_sql_type(col.children[0]) + "[]"
+    if col.type == "struct":
+        inner = ", ".join('"' + c.name.replace('"', '""') + '" ' + duckdb_sql_type(c) for c in col.children)
+        return f"STRUCT({inner})"
+    if col.type == "map":
+        return f"MAP({duckdb_sql_type(col.children[0])}, {duckdb_sql_type(col.children[1])})"
+    if col.type.startswith("decimal"):
+        p, s = decimal_params(col.type)
+        return f"DECIMAL({p},{s})"
+    return _SCALAR_SQL[col.type]
+
+
 # ----------------------------------------------------------------------------------------- float text
 
-def _float32(x: float) -> float:
+def float32(x: float) -> float:
+    """x rounded to the nearest float32 (as a Python float)."""
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
@@ -343,7 +371,7 @@ def format_value(type: str, value: Any, *, form: str = "stats") -> str | None:
     if t == "float64":
         return repr(float(value))
     if t == "float32":
-        return _float32_text(_float32(float(value)))
+        return _float32_text(float32(float(value)))
     if _is_decimal(t):
         p, s = decimal_params(t)
         d = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from ..lake.datafiles import DataFileSpec
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
 from ..lake.pruning import And, Compare, InValues, Predicate
@@ -71,33 +72,27 @@ def _stage_deletes(tx: Transaction, info: TableInfo, hits: list[tuple[int, int, 
 
 @dataclass
 class Staged:
-    """What a staged statement wrote: files to remove if its transaction fails, and whether it changed anything."""
+    """What a staged statement wrote (its transaction owns the files), whether it changed anything, and how many rows
+    it deleted, updated or inserted (-1: not counted)."""
 
-    files: list = field(default_factory=list)
-    table_dir: str = ""
+    files: list[DataFileSpec] = field(default_factory=list)
     changed: bool = False
+    rows: int = 0
+
+    def add(self, tx: Transaction, files: list[DataFileSpec], table_dir: str) -> None:
+        """Files the statement wrote: the transaction owns them (removes them if it does not commit)."""
+        tx.own_files([f.path for f in files], table_dir)
+        self.files += files
 
 
 def _run(lake: DuckLake, provenance: dict[str, str | None], stage: Callable[[Transaction], Staged]
          ) -> Snapshot | None:
-    """One statement as one snapshot: stage it, commit, and remove its files after a definite failure."""
-    from ..lake.errors import CommitStateUnknownError
-    from .write import discard_files
-
-    tx = lake.transaction(**provenance)
-    done = Staged()
-    try:
-        done = stage(tx)
-        if not done.changed or tx.is_empty:
+    """One statement as one snapshot (None when it changed nothing)."""
+    with lake.transaction(**provenance) as tx:
+        if not stage(tx).changed:
             tx.abandon()
-            discard_files(done.files, done.table_dir)
-            return None
-        return tx.commit()
-    except BaseException as e:
-        tx.abandon()
-        if not isinstance(e, CommitStateUnknownError):
-            discard_files(done.files, done.table_dir)
-        raise
+    return tx.committed
+
 
 def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, condition: str | None = None, *,
                  author: str | None = None, commit_message: str | None = None,
@@ -119,7 +114,7 @@ def stage_delete(spark: SparkSession, tx: Transaction, schema: str, table: str, 
     if plan.empty:
         return Staged()
     _stage_deletes(tx, info, plan.hits)
-    return Staged(changed=True)
+    return Staged(changed=True, rows=len(plan.hits))
 
 
 def _prov(author: str | None, commit_message: str | None, commit_extra_info: str | None) -> dict[str, str | None]:
@@ -167,25 +162,11 @@ def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, 
     if not hits:
         return Staged()
     table_dir = tx.table_path(info)
-    done = Staged(write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid"), table_dir,
-                  True)
-    with _removed_on_error(done):
-        _stage_deletes(tx, base, hits)
-        tx.add_data_files(info.schema_name, info.name, done.files)
+    done = Staged(changed=True, rows=len(hits))
+    done.add(tx, write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid"), table_dir)
+    _stage_deletes(tx, base, hits)
+    tx.add_data_files(info.schema_name, info.name, done.files)
     return done
-
-
-@contextlib.contextmanager
-def _removed_on_error(done: Staged) -> Iterator[None]:
-    """Files written by a statement go if staging them fails (nothing can reference them yet)."""
-    from .write import discard_files
-
-    try:
-        yield
-    except BaseException:
-        discard_files(done.files, done.table_dir)
-        done.files = []
-        raise
 
 
 def _remove_all(tx: Transaction, state: LakeState, info: TableInfo, keep: object = None) -> None:
@@ -209,7 +190,7 @@ def truncate(lake: DuckLake, schema: str, table: str, *, author: str | None = No
 def stage_truncate(tx: Transaction, schema: str, table: str) -> Staged:
     info = tx.base.table(schema, table)
     _remove_all(tx, tx.base, info)
-    return Staged(changed=not tx.is_empty)
+    return Staged(changed=not tx.is_empty, rows=-1)
 
 
 def insert_overwrite(spark: SparkSession, lake: DuckLake, schema: str, table: str, df: object, *,
@@ -234,20 +215,20 @@ def stage_insert_overwrite(spark: SparkSession, tx: Transaction, schema: str, ta
     if dynamic_partitions and info.partition is None:
         raise ValueError(f"{schema}.{table} is not partitioned: dynamic partition overwrite needs a partitioned table")
     table_dir = tx.table_path(info)
-    done = Staged(write_files(spark, df, info, table_dir), table_dir)  # type: ignore[arg-type]
-    with _removed_on_error(done):
-        if dynamic_partitions:
-            assert info.partition is not None
-            written = {f.partition_values for f in done.files}
-            pid = info.partition.partition_id
-            # files of the current spec in a written partition go; files of older specs cannot be matched, so stay
-            _remove_all(tx, tx.base, base,
-                        keep=lambda f: f.partition_id != pid or tuple(f.partition_values) not in written)
-        else:
-            _remove_all(tx, tx.base, base)
-        if done.files:
-            tx.add_data_files(info.schema_name, info.name, done.files)
+    done = Staged()
+    done.add(tx, write_files(spark, df, info, table_dir), table_dir)  # type: ignore[arg-type]
+    if dynamic_partitions:
+        assert info.partition is not None
+        written = {f.partition_values for f in done.files}
+        pid = info.partition.partition_id
+        # files of the current spec in a written partition go; files of older specs cannot be matched, so stay
+        _remove_all(tx, tx.base, base, keep=lambda f: f.partition_id != pid or tuple(f.partition_values) not in written)
+    else:
+        _remove_all(tx, tx.base, base)
+    if done.files:
+        tx.add_data_files(info.schema_name, info.name, done.files)
     done.changed = not tx.is_empty
+    done.rows = sum(f.record_count for f in done.files)  # rows inserted (dbt's INSERT OVERWRITE count)
     return done
 
 
@@ -588,6 +569,84 @@ def _values(clauses: list[When], idx: str, cols: list[str], default: dict[str, s
     return out
 
 
+VALID_CLAUSES = frozenset({("matched", "update"), ("matched", "delete"), ("not_matched", "insert"),
+                           ("not_matched_by_source", "update"), ("not_matched_by_source", "delete")})
+
+
+def check_clauses(schema: str, table: str, clauses: Sequence[When]) -> None:
+    """Raises ValueError for a WHEN clause MERGE does not have (e.g. WHEN NOT MATCHED THEN DELETE)."""
+    for w in clauses:
+        if (w.when, w.action) not in VALID_CLAUSES:
+            raise ValueError(f"MERGE INTO {schema}.{table}: WHEN {w.when.replace('_', ' ').upper()} THEN "
+                             f"{w.action.upper()} is not a valid clause")
+
+
+def merged_rows_sql(spark: SparkSession, target: str, source: str, cols: list[str], on: str, clauses: list[When],
+                    schema: str, table: str) -> str:
+    """The SELECT giving every row of a MERGE's result, from the target's rows (the view `target`, its columns
+    `cols`) and the source's (the view `source`): for a target whose rows are all rewritten (a table created in the
+    same transaction, see LakeWork). Checks the source's keys and the matches as stage_merge does.
+
+    Raises:
+        MergeCardinalityError: the source repeats a key, or a target row is matched by several source rows.
+    """
+    check_clauses(schema, table, clauses)
+    matched = [w for w in clauses if w.when == "matched"]
+    inserts = [w for w in clauses if w.when == "not_matched"]
+    by_source = [w for w in clauses if w.when == "not_matched_by_source"]
+    unique = merge_equality_columns(on) if (matched or inserts) else []
+    if unique:
+        row = spark.sql(bounds_sql(source, [], unique)).collect()[0]
+        if row[-2] != row[-1]:
+            _refuse_repeated_keys(spark, source, unique, schema, table)
+    if matched:
+        pairs, rows = spark.sql(f"SELECT (SELECT count(*) FROM {target} t JOIN {source} s ON ({on})), "
+                                f"(SELECT count(*) FROM {target} t LEFT SEMI JOIN {source} s ON ({on}))").collect()[0]
+        if pairs > rows:
+            raise MergeCardinalityError(f"MERGE into {schema}.{table}: several source rows match one target row; "
+                                        "each target row may be matched by at most one source row (nothing was "
+                                        "changed)")
+    old = [f"t.{ident(c)}" for c in cols]
+    keep = {c: f"t.{ident(c)}" for c in cols}
+    parts = []
+
+    def acted(whens: list[When], join: str, source_values: bool) -> None:
+        """Rows of `join` (a FROM ... clause): unchanged where no clause applies, new values where an update
+        applies, none where a delete applies."""
+        if not whens:
+            parts.append(f"SELECT {', '.join(old)} {join}")
+            return
+        idx = _first([w.condition for w in whens])
+        upd = [str(i) for i, w in enumerate(whens) if w.action == "update"]
+        parts.append(f"SELECT {', '.join(old)} {join} WHERE ({idx}) = -1")
+        if upd:
+            new = _values(whens, idx, cols, keep, source_values)
+            parts.append(f"SELECT {', '.join(new)} {join} WHERE ({idx}) IN ({', '.join(upd)})")
+
+    acted(matched, f"FROM {target} t {'JOIN' if matched else 'LEFT SEMI JOIN'} {source} s ON ({on})", True)
+    acted(by_source, f"FROM {target} t LEFT ANTI JOIN {source} s ON ({on})", False)
+    if inserts:
+        idx = _first([w.condition for w in inserts])
+        parts.append(f"SELECT {', '.join(_values(inserts, idx, cols, {}, source=True))} FROM {source} s "
+                     f"LEFT ANTI JOIN {target} t ON ({on}) WHERE ({idx}) >= 0")
+    return "\nUNION ALL\n".join(parts)
+
+
+@contextlib.contextmanager
+def source_view(source: object) -> Iterator[str]:
+    """A MERGE source as a temporary view, materialized once (its rows cannot differ between the passes)."""
+    from pyspark import StorageLevel
+
+    name = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
+    df = source.persist(StorageLevel.MEMORY_AND_DISK)  # type: ignore[attr-defined]
+    df.createOrReplaceTempView(name)
+    try:
+        yield name
+    finally:
+        df.unpersist()
+        df.sparkSession.catalog.dropTempView(name)
+
+
 def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
                 clauses: list[When]) -> Staged:
     """Stage MERGE INTO schema.table in tx (see merge_into).
@@ -599,11 +658,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
 
     from .write import write_files
 
-    for w in clauses:
-        if (w.when, w.action) not in {("matched", "update"), ("matched", "delete"), ("not_matched", "insert"),
-                                      ("not_matched_by_source", "update"), ("not_matched_by_source", "delete")}:
-            raise ValueError(f"MERGE INTO {schema}.{table}: WHEN {w.when.replace('_', ' ').upper()} THEN "
-                             f"{w.action.upper()} is not a valid clause")
+    check_clauses(schema, table, clauses)
     base, info, from_t = evolved_columns(tx, schema, table)
     cols = [c.name for c in info.columns]
     matched = [w for w in clauses if w.when == "matched"]
@@ -615,81 +670,83 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     src = src.persist(StorageLevel.MEMORY_AND_DISK)
     src.createOrReplaceTempView(src_view)
     table_dir = tx.table_path(info)
-    done = Staged(table_dir=table_dir)
+    done = Staged()
     hits_df = None
     try:
-        with _removed_on_error(done):
-            # every target row counts when unmatched target rows change; otherwise only files that can match
-            keys = [] if by_source else merge_keys(spark, src_view, base, on)
-            unique = merge_equality_columns(on) if (matched or inserts) else []
-            # one job materializes the source now (the passes below read the same rows), bounds its keys and
-            # counts its distinct keys
-            bounds = tuple(spark.sql(bounds_sql(src_view, keys, unique)).collect()[0])
-            n_source = bounds[0]
-            if unique and bounds[-2] != bounds[-1]:
-                _refuse_repeated_keys(spark, src_view, unique, schema, table)
-            prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
-            rows_of = _target_rows_sql(spark, tx.base, base, prune_by) or _no_rows(base)
-            target = f"({rows_of.sql})"
-            # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
-            hint = "/*+ BROADCAST(s) */ " if n_source <= MERGE_BROADCAST_ROWS else ""
-            deletes: list[tuple[int, int, int]] = []
-            matched_rows = None
-            if matched or inserts:
-                idx = _first([w.condition for w in matched])
-                new = _values(matched, idx, cols, from_t, source=True) if matched else []
-                hits_df = spark.sql(rows_of.ids(
-                    f"SELECT {hint}{rows_of.locators('t')}, s.__src_row, {idx} AS __clause"
-                    f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})",
-                    ["__src_row", "__clause", *([ident(c) for c in cols] if new else [])])
-                    ).persist(StorageLevel.MEMORY_AND_DISK)
-                hits_df.createOrReplaceTempView(hit_view)
-                if matched:
-                    # one job joins, caches the hits and brings their ids (as Arrow) for the checks and the deletes
-                    ids = hits_df.select("__file", "__pos", "__rowid", "__clause").toArrow()
-                    _check_cardinality(ids, schema, table)
-                    gone = [i for i, w in enumerate(matched) if w.action == "delete"]
-                    upd = [i for i, w in enumerate(matched) if w.action == "update"]
-                    acted = ids.filter(pc.is_in(ids["__clause"], value_set=pa.array(gone + upd, ids["__clause"].type)))
-                    deletes += list(zip(*(acted[c].to_pylist() for c in ("__file", "__pos", "__rowid")), strict=True))
-                    if upd and pc.any(pc.is_in(acted["__clause"], value_set=pa.array(upd, ids["__clause"].type))).as_py():
-                        rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
-                        done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
-                                                  table_dir, row_ids="__rowid")
-                matched_rows = f"(SELECT __src_row FROM {hit_view})"  # an anti join needs no DISTINCT
-            if inserts:
-                idx = _first([w.condition for w in inserts])
-                vals = _values(inserts, idx, cols, {}, source=True)
-                ins = spark.sql(f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
-                                f"ON s.__src_row = m.__src_row WHERE ({idx}) >= 0")
-                done.files += write_files(spark, ins, info, table_dir)
-            if by_source:
-                idx = _first([w.condition for w in by_source])
-                new = _values(by_source, idx, cols, from_t, source=False)
-                rest = spark.sql(rows_of.ids(
-                    f"SELECT {rows_of.locators('t')}, {idx} AS __clause, {', '.join(new)} "
-                    f"FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on}) WHERE ({idx}) >= 0",
-                    ["__clause", *[ident(c) for c in cols]])).persist(StorageLevel.MEMORY_AND_DISK)
-                try:
-                    gone = [i for i, w in enumerate(by_source) if w.action == "delete"]
-                    upd = [i for i, w in enumerate(by_source) if w.action == "update"]
-                    if gone:
-                        deletes += [tuple(r) for r in rest.where(F.col("__clause").isin(gone))
-                                    .select("__file", "__pos", "__rowid").collect()]
-                    if upd:
-                        rows = rest.where(F.col("__clause").isin(upd))
-                        got = [tuple(r) for r in rows.select("__file", "__pos", "__rowid").collect()]
-                        if got:
-                            deletes += got
-                            done.files += write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]),
-                                                      info, table_dir, row_ids="__rowid")
-                finally:
-                    rest.unpersist()
-            _stage_deletes(tx, base, deletes)
-            if done.files:
-                tx.add_data_files(info.schema_name, info.name, done.files)
-            done.changed = bool(deletes or done.files)
-            return done
+        # every target row counts when unmatched target rows change; otherwise only files that can match
+        keys = [] if by_source else merge_keys(spark, src_view, base, on)
+        unique = merge_equality_columns(on) if (matched or inserts) else []
+        # one job materializes the source now (the passes below read the same rows), bounds its keys and
+        # counts its distinct keys
+        bounds = tuple(spark.sql(bounds_sql(src_view, keys, unique)).collect()[0])
+        n_source = bounds[0]
+        if unique and bounds[-2] != bounds[-1]:
+            _refuse_repeated_keys(spark, src_view, unique, schema, table)
+        prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
+        rows_of = _target_rows_sql(spark, tx.base, base, prune_by) or _no_rows(base)
+        target = f"({rows_of.sql})"
+        # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
+        hint = "/*+ BROADCAST(s) */ " if n_source <= MERGE_BROADCAST_ROWS else ""
+        deletes: list[tuple[int, int, int]] = []
+        matched_rows = None
+        if matched or inserts:
+            idx = _first([w.condition for w in matched])
+            new = _values(matched, idx, cols, from_t, source=True) if matched else []
+            hits_df = spark.sql(rows_of.ids(
+                f"SELECT {hint}{rows_of.locators('t')}, s.__src_row, {idx} AS __clause"
+                f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})",
+                ["__src_row", "__clause", *([ident(c) for c in cols] if new else [])])
+                ).persist(StorageLevel.MEMORY_AND_DISK)
+            hits_df.createOrReplaceTempView(hit_view)
+            if matched:
+                # one job joins, caches the hits and brings their ids (as Arrow) for the checks and the deletes
+                ids = hits_df.select("__file", "__pos", "__rowid", "__clause").toArrow()
+                _check_cardinality(ids, schema, table)
+                gone = [i for i, w in enumerate(matched) if w.action == "delete"]
+                upd = [i for i, w in enumerate(matched) if w.action == "update"]
+                acted = ids.filter(pc.is_in(ids["__clause"], value_set=pa.array(gone + upd, ids["__clause"].type)))
+                deletes += list(zip(*(acted[c].to_pylist() for c in ("__file", "__pos", "__rowid")), strict=True))
+                if upd and pc.any(pc.is_in(acted["__clause"], value_set=pa.array(upd, ids["__clause"].type))).as_py():
+                    rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
+                    done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
+                                             table_dir, row_ids="__rowid"), table_dir)
+            matched_rows = f"(SELECT __src_row FROM {hit_view})"  # an anti join needs no DISTINCT
+        if inserts:
+            idx = _first([w.condition for w in inserts])
+            vals = _values(inserts, idx, cols, {}, source=True)
+            ins = spark.sql(f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
+                            f"ON s.__src_row = m.__src_row WHERE ({idx}) >= 0")
+            inserted = write_files(spark, ins, info, table_dir)
+            done.add(tx, inserted, table_dir)
+            done.rows += sum(f.record_count for f in inserted)
+        if by_source:
+            idx = _first([w.condition for w in by_source])
+            new = _values(by_source, idx, cols, from_t, source=False)
+            rest = spark.sql(rows_of.ids(
+                f"SELECT {rows_of.locators('t')}, {idx} AS __clause, {', '.join(new)} "
+                f"FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on}) WHERE ({idx}) >= 0",
+                ["__clause", *[ident(c) for c in cols]])).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                gone = [i for i, w in enumerate(by_source) if w.action == "delete"]
+                upd = [i for i, w in enumerate(by_source) if w.action == "update"]
+                if gone:
+                    deletes += [tuple(r) for r in rest.where(F.col("__clause").isin(gone))
+                                .select("__file", "__pos", "__rowid").collect()]
+                if upd:
+                    rows = rest.where(F.col("__clause").isin(upd))
+                    got = [tuple(r) for r in rows.select("__file", "__pos", "__rowid").collect()]
+                    if got:
+                        deletes += got
+                        done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]),
+                                                 info, table_dir, row_ids="__rowid"), table_dir)
+            finally:
+                rest.unpersist()
+        _stage_deletes(tx, base, deletes)
+        if done.files:
+            tx.add_data_files(info.schema_name, info.name, done.files)
+        done.changed = bool(deletes or done.files)
+        done.rows += len(deletes)  # target rows deleted or updated, then source rows inserted (above)
+        return done
     finally:
         # unpersist first: Spark Connect re-analyzes a plan to unpersist it, and the plans read these views
         if hits_df is not None:

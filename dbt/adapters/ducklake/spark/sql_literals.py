@@ -23,6 +23,23 @@ def string_literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def python_literal(value: Any) -> str:
+    """A Spark SQL literal of a Python value, typed by the value (dbt's %s bindings of seeds and tests)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return string_literal(str(value))
+
+
 def literal(value: Any, col: Column) -> str:
     """A Spark SQL expression of the column's Spark type holding value (NULL typed)."""
     from .type_values import spark_value  # types of a value are the column's Spark types (type_values)

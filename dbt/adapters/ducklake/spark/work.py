@@ -1,8 +1,11 @@
 """Several statements, one snapshot: Spark computes and writes, the lake transaction stages, commit closes it.
 
-`LakeWork` is what a SQL session's BEGIN ... COMMIT holds. Each method stages one statement's effect; data files are
-written at once (by the executors) and remembered, so that a rollback, or a commit that definitely failed, removes
-them. Reads inside the unit see the lake as of the last commit (the base snapshot), as DuckLake readers do.
+`LakeWork` is what a SQL session's BEGIN ... COMMIT holds, and what the one-shot functions of write.py and dml.py
+stage through too. Each method stages one statement's effect; data files are written at once (by the executors) and
+owned by the lake transaction, which removes them after a rollback or a commit that definitely failed (and never
+once the COMMIT succeeded or may have: Transaction.own_files). Reads inside the unit see the lake as of the last
+commit (the base snapshot), as DuckLake readers do. Usable as a context manager: commits on a clean exit, rolls
+back on an exception.
 """
 
 from __future__ import annotations
@@ -11,21 +14,25 @@ import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
+import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from sqlglot.errors import ParseError
 
 from ..lake.clone import CloneUnsupportedError
-from ..lake.errors import CommitStateUnknownError, NoSuchColumnError, NoSuchTableError
+from ..lake.errors import NoSuchColumnError, NoSuchTableError
 from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
-from ..lake.paths import to_local
+from ..lake.paths import discard_files, to_local
 from ..lake.records import Column, Snapshot
+from ..lake.state import ci_lookup
 from ..lake.transaction import Transaction
 from . import dml
+from .names import SPARK_SQL_TAG
 from .scan import file_uri
 from .sql_literals import ident
-from .types import to_spark
-from .write import discard_files, stage_append, stage_create_table_as, write_files
+from .types import from_spark, spark_schema, to_spark
+from .write import stage_append, stage_create_table_as, write_files
 
 
 class UnitOfWorkError(ValueError):
@@ -39,7 +46,6 @@ class LakeWork:
         self.spark = spark
         self.lake = lake
         self.tx: Transaction = lake.transaction()
-        self._written: list[tuple[list, str]] = []  # (files, table directory) written for this unit
         self.touched: set[tuple[str, str]] = set()  # (schema, name) of changed objects, lower case
         self._cloned: set[tuple[str, str]] = set()  # tables cloned in this unit: their files are staged at commit
 
@@ -47,17 +53,131 @@ class LakeWork:
     def is_empty(self) -> bool:
         return self.tx.is_empty
 
+    @property
+    def committed(self) -> Snapshot | None:
+        """The snapshot the commit wrote (None before it, or when nothing was staged)."""
+        return self.tx.committed
+
+    def __enter__(self) -> LakeWork:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
+
     def _touch(self, schema: str, name: str) -> None:
         self.touched.add((schema.lower(), name.lower()))
+
+    # DDL -------------------------------------------------------------------------------------------------------
+    # Objects created, dropped or renamed are touched (their Spark names are refreshed after the commit, and DML
+    # later in the unit refuses them: see _reads_base); column changes are not: DML later in the unit reads the
+    # committed rows through them (dml.evolved_columns).
+    def exists(self, schema: str, table: str) -> bool:
+        """Whether the table exists as this unit has it."""
+        try:
+            self.tx.table(schema, table)
+            return True
+        except NoSuchTableError:
+            return False
+
+    def create_schema(self, name: str, *, if_not_exists: bool = False) -> None:
+        if not (if_not_exists and self.tx.has_schema(name)):
+            self.tx.create_schema(name)
+
+    def drop_schema(self, name: str, *, cascade: bool = False, if_exists: bool = False) -> None:
+        self.tx.drop_schema(name, cascade=cascade, if_exists=if_exists)
+
+    def drop(self, schema: str, name: str, *, what: str = "table", if_exists: bool = False) -> None:
+        """DROP TABLE or DROP VIEW of a lake object (a view by that name only when no table has it).
+
+        Raises:
+            NoSuchTableError: nothing of that name, and not if_exists.
+        """
+        tx = self.tx
+        is_view = ci_lookup(tx.base.views, (schema, name)) is not None
+        is_table = ci_lookup(tx.base.tables, (schema, name)) is not None or self.exists(schema, name)
+        if is_view and not is_table:
+            tx.drop_view(schema, name, if_exists=if_exists)
+        elif is_table:
+            tx.drop_table(schema, name, if_exists=if_exists)
+        elif not if_exists:
+            raise NoSuchTableError(f"{what} {schema}.{name} does not exist")
+        self._touch(schema, name)
+
+    def rename(self, schema: str, name: str, new_name: str) -> None:
+        """ALTER TABLE|VIEW ... RENAME TO new_name."""
+        if ci_lookup(self.tx.base.views, (schema, name)) is not None:
+            self.tx.rename_view(schema, name, new_name)
+        else:
+            self.tx.rename_table(schema, name, new_name)
+        self._touch(schema, new_name)
+        self._touch(schema, name)
+
+    def create_view(self, schema: str, name: str, query: str, *, replace: bool = False,
+                    comment: str | None = None) -> None:
+        """CREATE [OR REPLACE] VIEW as a DuckLake view DuckDB can read (the query transpiled to DuckDB SQL when
+        sqlglot can, else kept as Spark SQL), with the Spark text as a tag for Spark (spark.names).
+
+        Raises:
+            AnalysisException: the query does not analyse (nothing is staged).
+        """
+        self.spark.sql(query).schema  # noqa: B018 - analyse now: a broken view fails before anything is staged
+        try:
+            duck_sql, dialect = sqlglot.transpile(query, read="spark", write="duckdb")[0], "duckdb"
+        except (ParseError, ValueError):
+            duck_sql, dialect = query, "spark"
+        if replace and ci_lookup(self.tx.base.tables, (schema, name)) is not None:
+            self.tx.drop_table(schema, name)  # CREATE OR REPLACE VIEW over a table (a model switching materialization)
+        self.tx.create_view(schema, name, duck_sql, dialect=dialect, replace=replace, comment=comment)
+        self.tx.set_tag(schema, name, SPARK_SQL_TAG, query)
+        self._touch(schema, name)
+
+    def drop_column(self, schema: str, table: str, column: str) -> None:
+        self.tx.drop_column(schema, table, column)
+
+    def alter_column_type(self, schema: str, table: str, column: str, spark_type: str) -> None:
+        """ALTER COLUMN ... TYPE, the new type in Spark SQL (a widening: Transaction.alter_column_type)."""
+        field = self.spark.createDataFrame([], f"x {spark_type}").schema.fields[0]
+        self.tx.alter_column_type(schema, table, column, from_spark(field, iter(range(1, 10**6)).__next__).type)
+
+    def set_column_nullable(self, schema: str, table: str, column: str, nullable: bool) -> None:
+        self.tx.set_column_nullable(schema, table, column, nullable)
+
+    def comment(self, schema: str, name: str, text: str | None, *, column: str | None = None) -> int:
+        """COMMENT ON a table, view or column; an unchanged comment is no change (no snapshot). Returns 0 for a
+        column the table does not have (dbt documents columns a model may not have), else -1."""
+        tx = self.tx
+        try:
+            info = tx.table(schema, name)
+        except NoSuchTableError:
+            info = None
+        if column is not None:
+            col = next((c for c in info.columns if c.name.lower() == column.lower()), None) if info else None
+            if col is None:
+                return 0
+            current = info.column_tags.get(col.column_id, {}).get("comment") if info else None
+        elif info is not None:
+            current = info.comment
+        else:
+            view = ci_lookup(tx.base.views, (schema, name))
+            current = view.comment if view is not None else None
+        if current != text:
+            tx.set_comment(schema, name, text, column=column)
+        return -1
 
     # data ------------------------------------------------------------------------------------------------------
     def create_table_as(self, schema: str, table: str, df: DataFrame, *,
                         partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
                         comment: str | None = None, not_null: Sequence[str] = (),
                         types: Mapping[str, str] | None = None) -> None:
-        files, table_dir = stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by,
-                                                 replace=replace, comment=comment, not_null=not_null, types=types)
-        self._written.append((files, table_dir))
+        """CREATE [OR REPLACE] TABLE ... AS the DataFrame (replacing a view of that name too: a model switching from
+        view to table is still one snapshot)."""
+        if replace and ci_lookup(self.tx.base.views, (schema, table)) is not None:
+            self.tx.drop_view(schema, table)
+        stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by, replace=replace,
+                              comment=comment, not_null=not_null, types=types)
         self._touch(schema, table)
 
     def clone_table(self, source_schema: str, source: str, schema: str, table: str, *, replace: bool = False) -> str:
@@ -93,8 +213,7 @@ class LakeWork:
         return sum(f.record_count for f in self._append(schema, table, df))
 
     def _append(self, schema: str, table: str, df: DataFrame) -> list:
-        files, table_dir = stage_append(self.spark, self.tx, schema, table, df)
-        self._written.append((files, table_dir))
+        files = stage_append(self.spark, self.tx, schema, table, df)
         self._touch(schema, table)
         return files
 
@@ -113,17 +232,23 @@ class LakeWork:
         except NoSuchTableError:
             return False
 
-    def _rewrite_new(self, schema: str, table: str, select: Callable[[str, list[str]], str]) -> bool:
+    def _rewrite_new(self, schema: str, table: str, select: Callable[[str, list[str]], str], *,
+                     adds: bool = False) -> int:
         """DML on a table created in this unit: its staged files are read, changed by Spark and written again in
-        their place (nothing is committed yet, so no delete files). select(view, columns) gives the new rows."""
+        their place (nothing is committed yet, so no delete files). select(view, columns) gives the new rows; adds:
+        the statement can add rows to an empty table (a MERGE), else an empty table is left as it is. Returns the
+        change in the table's row count (what a DELETE removed; UPDATE and MERGE rows are not counted here)."""
         info = self.tx.table(schema, table)
         old = self.tx.staged_files(schema, table)
         if (schema.lower(), table.lower()) in self._cloned:
             raise UnitOfWorkError(f"{schema}.{table} was cloned in this transaction: change it after the commit")
-        if not old:
-            return False
+        if not old and not adds:
+            return 0
         view = f"__ducklake_staged_{uuid.uuid4().hex[:12]}"
-        raw = self.spark.read.option("mergeSchema", "true").parquet(*[file_uri(f.path) for f in old])
+        if old:
+            raw = self.spark.read.option("mergeSchema", "true").parquet(*[file_uri(f.path) for f in old])
+        else:
+            raw = self.spark.createDataFrame([], spark_schema(info.columns))
         present = {c.lower() for c in raw.columns}
         cols = [F.col(ident(c.name)) if c.name.lower() in present else F.lit(None).cast(to_spark(c)).alias(c.name)
                 for c in info.columns]  # files written before an ADD COLUMN lack it
@@ -134,29 +259,30 @@ class LakeWork:
             new = write_files(self.spark, rows, info, table_dir)
         finally:
             self.spark.catalog.dropTempView(view)
+        self.tx.own_files([f.path for f in new], table_dir)
         self.tx.replace_staged_files(schema, table, new)
-        self._written.append((new, table_dir))
-        discard_files(old, table_dir)  # staged only: nothing references them
-        return True
+        discard_files([f.path for f in old], table_dir)  # staged only: nothing references them
+        return sum(f.record_count for f in old) - sum(f.record_count for f in new)
 
-    def _keep(self, done: dml.Staged) -> bool:
-        self._written.append((done.files, done.table_dir))
-        return done.changed
-
-    def insert_overwrite(self, schema: str, table: str, df: DataFrame, *, dynamic_partitions: bool = False) -> bool:
+    def insert_overwrite(self, schema: str, table: str, df: DataFrame, *, dynamic_partitions: bool = False) -> int:
+        """The rows replace the table's (or, with dynamic_partitions, those of the partitions they fall in); returns
+        the number of rows written."""
         self._touch(schema, table)
-        return self._keep(dml.stage_insert_overwrite(self.spark, self.tx, schema, table, df,
-                                                     dynamic_partitions=dynamic_partitions))
+        return (dml.stage_insert_overwrite(self.spark, self.tx, schema, table, df,
+                                                     dynamic_partitions=dynamic_partitions)).rows
 
-    def delete(self, schema: str, table: str, condition: str | None) -> bool:
+    def delete(self, schema: str, table: str, condition: str | None) -> int:
+        """DELETE FROM schema.table [WHERE condition]; returns the number of rows deleted."""
         if self._is_new(schema, table):
             keep = f"NOT coalesce(({condition}), false)" if condition else "false"
             return self._rewrite_new(schema, table, lambda v, cols: f"SELECT * FROM {v} t WHERE {keep}")
         self._reads_base("DELETE", schema, table)
         self._touch(schema, table)
-        return self._keep(dml.stage_delete(self.spark, self.tx, schema, table, condition))
+        return dml.stage_delete(self.spark, self.tx, schema, table, condition).rows
 
-    def update(self, schema: str, table: str, assignments: dict[str, str], condition: str | None) -> bool:
+    def update(self, schema: str, table: str, assignments: dict[str, str], condition: str | None) -> int:
+        """UPDATE schema.table SET ... [WHERE condition]; returns the number of rows updated (-1 on a table created
+        in this unit: its files are rewritten, rows are not counted)."""
         if self._is_new(schema, table):
             sets = {k.lower(): v for k, v in assignments.items()}
             known = {c.name.lower() for c in self.tx.table(schema, table).columns}
@@ -170,15 +296,23 @@ class LakeWork:
                          if c.lower() in sets else ident(c) for c in cols]
                 return f"SELECT {', '.join(exprs)} FROM {view} t"
 
-            return self._rewrite_new(schema, table, select)
+            self._rewrite_new(schema, table, select)
+            return -1
         self._reads_base("UPDATE", schema, table)
         self._touch(schema, table)
-        return self._keep(dml.stage_update(self.spark, self.tx, schema, table, assignments, condition))
+        return dml.stage_update(self.spark, self.tx, schema, table, assignments, condition).rows
 
-    def merge(self, schema: str, table: str, source: DataFrame, on: str, clauses: list[dml.When]) -> bool:
+    def merge(self, schema: str, table: str, source: DataFrame, on: str, clauses: list[dml.When]) -> int:
+        """MERGE INTO schema.table; returns the number of target rows deleted or updated plus the rows inserted (-1
+        on a table created in this unit: its files are rewritten, rows are not counted)."""
+        if self._is_new(schema, table):
+            with dml.source_view(source) as src:
+                self._rewrite_new(schema, table, lambda v, cols: dml.merged_rows_sql(
+                    self.spark, v, src, cols, on, clauses, schema, table), adds=True)
+            return -1
         self._reads_base("MERGE", schema, table)
         self._touch(schema, table)
-        return self._keep(dml.stage_merge(self.spark, self.tx, schema, table, source, on, clauses))
+        return dml.stage_merge(self.spark, self.tx, schema, table, source, on, clauses).rows
 
     def truncate(self, schema: str, table: str) -> bool:
         self._touch(schema, table)
@@ -187,18 +321,18 @@ class LakeWork:
     # closing ---------------------------------------------------------------------------------------------------
     def commit(self, *, author: str | None = None, commit_message: str | None = None,
                commit_extra_info: str | None = None) -> Snapshot | None:
-        """One snapshot for everything staged (None if nothing was); written files go after a definite failure."""
+        """One snapshot for everything staged (None if nothing was); the transaction removes the written files after
+        a definite failure.
+
+        Raises:
+            CommitConflictError: another writer committed a conflicting change (the reference's rules).
+            CommitStateUnknownError: the catalog failed while committing; the files are kept.
+        """
         fault_point("files_written")
-        self.tx.author = author
-        self.tx.commit_message = commit_message
-        self.tx.commit_extra_info = commit_extra_info
-        try:
-            return self.tx.commit()
-        except CommitStateUnknownError:
-            raise  # the files may be referenced now: keep them
-        except BaseException:
-            self._discard()
-            raise
+        self.tx.author = author if author is not None else self.tx.author
+        self.tx.commit_message = commit_message if commit_message is not None else self.tx.commit_message
+        self.tx.commit_extra_info = commit_extra_info if commit_extra_info is not None else self.tx.commit_extra_info
+        return self.tx.commit()
 
     def discard_unreferenced(self) -> None:
         """Remove the files staged for objects this unit created and then dropped or replaced: the transaction
@@ -206,13 +340,8 @@ class LakeWork:
         files = self.tx.take_unreferenced_files()
         if files:
             dirs = {os.path.dirname(os.path.abspath(to_local(f.path))) for f in files}
-            discard_files(files, os.path.dirname(os.path.commonpath(sorted(dirs))))
+            discard_files([f.path for f in files], os.path.dirname(os.path.commonpath(sorted(dirs))))
 
     def rollback(self) -> None:
+        """Discard everything staged, and the files written for it."""
         self.tx.abandon()
-        self._discard()
-
-    def _discard(self) -> None:
-        for files, table_dir in self._written:
-            discard_files(files, table_dir)
-        self._written.clear()

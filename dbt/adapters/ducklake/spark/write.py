@@ -18,7 +18,6 @@ Choices (see the module's functions for details):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import re
@@ -37,14 +36,15 @@ from pyspark.sql import types as T
 
 from ..lake.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
-from ..lake.errors import CommitStateUnknownError, DuckLakeError, InvalidDataFileError, UnsupportedTypeError
+from ..lake.errors import InvalidDataFileError, UnsupportedTypeError
 from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
 from ..lake.partitioning import validate_transform
-from ..lake.paths import as_dir, data_file_name, join_path, to_local, uuid7
+from ..lake.paths import as_dir, data_file_name, discard_files, join_path, to_local, uuid7
 from ..lake.records import Column, Snapshot, TableInfo
 from ..lake.types import format_value, parse_type
 from ..lake.writer import NULL_PARTITION_DIR
+from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
 from .types import columns_from_spark, spark_field, spark_schema
 
@@ -83,7 +83,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     _ducklake_internal_row_id so the rows keep their ids, as the reference does.
 
     Files land under table_dir in DuckDB's layout; empty files are dropped. The caller owns the returned files: it
-    registers them, or removes them with `discard_files` after a definite failure.
+    registers them, or removes them (lake.paths.discard_files) after a definite failure: `Transaction.own_files`.
 
     Raises:
         InvalidDataFileError: the DataFrame lacks a table column, has extra columns, or a column cannot be cast.
@@ -104,8 +104,8 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         out = conformed
         for key in keys:
             out = key.add(out)
-        extra = [F.col(_q(ROW_ID_COLUMN))] if row_ids else []
-        writer = out.select(*[F.col(_q(c.name)) for c in table.columns], *extra, *[F.col(k.name) for k in keys]).write
+        extra = [F.col(ident(ROW_ID_COLUMN))] if row_ids else []
+        writer = out.select(*[F.col(ident(c.name)) for c in table.columns], *extra, *[F.col(k.name) for k in keys]).write
         # "error", not "errorifexists": the same mode for classic Spark, and the only spelling Spark Connect's
         # client accepts (pyspark 4.0 raises UNSUPPORTED_OPERATION for "errorifexists")
         writer = writer.options(**_WRITER_OPTIONS).mode("error")
@@ -120,24 +120,15 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
                 continue
             moved.append(_move(spec, table, keys, table_dir))
     except BaseException:
-        discard_files(moved, table_dir)
+        discard_files([f.path for f in moved], table_dir)
         raise
     finally:
         shutil.rmtree(local_staging, ignore_errors=True)
     return moved
 
 
-def append(
-    spark: SparkSession,
-    lake: DuckLake,
-    schema: str,
-    table: str,
-    df: DataFrame,
-    *,
-    author: str | None = None,
-    commit_message: str | None = None,
-    commit_extra_info: str | None = None,
-) -> Snapshot | None:
+def append(spark: SparkSession, lake: DuckLake, schema: str, table: str, df: DataFrame, *, author: str | None = None,
+           commit_message: str | None = None, commit_extra_info: str | None = None) -> Snapshot | None:
     """INSERT INTO schema.table the DataFrame's rows as one snapshot; None when there were no rows to add.
 
     Raises:
@@ -145,34 +136,27 @@ def append(
         CommitConflictError: another writer committed a conflicting change (the written files are removed).
         InvalidDataFileError / UnsupportedTypeError: the DataFrame does not fit the table.
     """
-    txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
-    try:
-        files, table_dir = stage_append(spark, txn, schema, table, df)
-    except BaseException:
-        txn.abandon()
-        raise
-    if not files:
-        txn.abandon()
-        return None
-    return _commit(txn, files, table_dir, lambda: None)
+    with lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info) as txn:
+        stage_append(spark, txn, schema, table, df)
+    return txn.committed
 
 
 def stage_append(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame
-                 ) -> tuple[list[DataFileSpec], str]:
-    """Write the DataFrame's rows as files of the table (staged or committed) and stage them in txn.
-
-    Returns the files and the table directory, for `discard_files` if the transaction fails.
-    """
+                 ) -> list[DataFileSpec]:
+    """Write the DataFrame's rows as files of the table (staged or committed) and stage them in txn, which owns
+    them (removes them if it does not commit)."""
     info = txn.table(schema, table)
+    return _stage_files(spark, txn, schema, table, info, df)
+
+
+def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str, info: TableInfo, df: DataFrame
+                 ) -> list[DataFileSpec]:
     table_dir = txn.table_path(info)
     files = write_files(spark, df, info, table_dir)
+    txn.own_files([f.path for f in files], table_dir)
     if files:
-        try:
-            txn.add_data_files(schema, table, files)
-        except BaseException:
-            discard_files(files, table_dir)
-            raise
-    return files, table_dir
+        txn.add_data_files(schema, table, files)
+    return files
 
 
 def create_table_as(
@@ -202,22 +186,17 @@ def create_table_as(
         NoSuchSchemaError: the schema does not exist.
         CommitConflictError: another writer committed a conflicting change (the written files are removed).
     """
-    txn = lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info)
-    try:
-        files, table_dir = stage_create_table_as(spark, txn, schema, table, df, partition_by=partition_by,
-                                                 replace=replace, comment=comment, types=types)
-    except BaseException:
-        txn.abandon()
-        raise
-    snap = _commit(txn, files, table_dir, lambda: None)
-    assert snap is not None  # a CREATE TABLE is never an empty transaction
-    return snap
+    with lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info) as txn:
+        stage_create_table_as(spark, txn, schema, table, df, partition_by=partition_by, replace=replace,
+                              comment=comment, types=types)
+    assert txn.committed is not None  # a CREATE TABLE is never an empty transaction
+    return txn.committed
 
 
 def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
                           partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
                           comment: str | None = None, not_null: Sequence[str] = (),
-                          types: Mapping[str, str] | None = None) -> tuple[list[DataFileSpec], str]:
+                          types: Mapping[str, str] | None = None) -> list[DataFileSpec]:
     """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged).
 
     Columns are nullable (as DuckDB's CTAS makes them) except those in not_null, which the write then enforces.
@@ -225,34 +204,7 @@ def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, ta
     """
     columns = columns_from_spark(df.schema, not_null, types)
     staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
-    table_dir = txn.table_path(staged)
-    files = write_files(spark, df, staged, table_dir)
-    if files:
-        try:
-            txn.add_data_files(schema, table, files)
-        except BaseException:
-            discard_files(files, table_dir)
-            raise
-    return files, table_dir
-
-
-def discard_files(files: Sequence[DataFileSpec], table_dir: str) -> None:
-    """Remove written files that no commit references (after a definite failure), and partition directories
-    below table_dir that this leaves empty."""
-    root = os.path.abspath(to_local(table_dir))
-    dirs = set()
-    for spec in files:
-        local = os.path.abspath(to_local(spec.path))
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(local)
-        dirs.add(os.path.dirname(local))
-    for d in sorted(dirs, key=len, reverse=True):
-        while d.startswith(root + os.sep):
-            try:
-                os.rmdir(d)  # only if empty
-            except OSError:
-                break
-            d = os.path.dirname(d)
+    return _stage_files(spark, txn, schema, table, staged, df)
 
 
 # ------------------------------------------------------------------------------------------ conforming the data
@@ -287,7 +239,7 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
         src = found[0]
         _check_struct_fields(src.dataType, field.dataType, f"{where} column {field.name!r}")
         sources.append(src)
-        value = F.col(_q(src.name)).cast(field.dataType)
+        value = F.col(ident(src.name)).cast(field.dataType)
         if not field.nullable:
             # NOT NULL is checked by the executors as they write (the job fails, nothing is committed)
             msg = f"NOT NULL constraint failed: {where} column {field.name!r} got a NULL"
@@ -296,7 +248,7 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
         exprs.append(value.alias(field.name, metadata=field.metadata))
     if keep:
         meta = {"parquet.field.id": ROW_ID_FIELD_ID}
-        exprs.append(F.col(_q(keep)).cast("bigint").alias(ROW_ID_COLUMN, metadata=meta))
+        exprs.append(F.col(ident(keep)).cast("bigint").alias(ROW_ID_COLUMN, metadata=meta))
     try:
         out = _encoded(df.select(*exprs), table, keep)
         out.schema  # noqa: B018 - analyse now (Spark Connect analyses lazily) so a bad cast is reported here
@@ -323,13 +275,13 @@ def _encoded(df: DataFrame, table: TableInfo, keep: str | None) -> DataFrame:
     for c in table.columns:
         field = spark_field(c)
         if needs_conversion(c):
-            sql = write_sql(c, _q(c.name), f"{where} column {c.name!r}")
+            sql = write_sql(c, ident(c.name), f"{where} column {c.name!r}")
             # the cast to the written type (raises for types this adapter cannot write) carries nested field ids
             cols.append(F.expr(sql).cast(write_type(c)).alias(c.name, metadata=field.metadata))
         else:
-            cols.append(F.col(_q(c.name)))
+            cols.append(F.col(ident(c.name)))
     if keep:
-        cols.append(F.col(_q(ROW_ID_COLUMN)))
+        cols.append(F.col(ident(ROW_ID_COLUMN)))
     return df.select(*cols)
 
 
@@ -428,7 +380,7 @@ def _partition_keys(table: TableInfo, df: DataFrame) -> list[_Key]:
 
 
 def _key(name: str, col: Column, transform: str, dtype: T.DataType, taken: set[str]) -> _Key:
-    c = F.col(_q(col.name))
+    c = F.col(ident(col.name))
     t = parse_type(col.type)
     if transform == "identity":
         return _Key(name, col, transform, ({name: _identity_text(c, t, dtype)},), ())
@@ -635,27 +587,6 @@ def _move(spec: DataFileSpec, table: TableInfo, keys: list[_Key], table_dir: str
     os.makedirs(to_local(directory), exist_ok=True)
     os.replace(to_local(spec.path), to_local(target))
     return dataclasses.replace(spec, path=target)
-
-
-# ------------------------------------------------------------------------------------------------------ commit
-
-def _commit(txn: Transaction, files: list[DataFileSpec], table_dir: str,
-            stage: Callable[[], None]) -> Snapshot | None:
-    """Stage the files and commit; remove them after a definite failure (not when the outcome is unknown)."""
-    try:
-        stage()
-        return txn.commit()
-    except CommitStateUnknownError:
-        raise  # the commit may have happened: the files may be referenced, keep them
-    except DuckLakeError:
-        txn.abandon()
-        discard_files(files, table_dir)  # a definite failure: nothing references them
-        raise
-
-
-def _q(name: str) -> str:
-    """A column name as Spark's col() needs it (backquoted, so dots and spaces are literal)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _uri(path: str) -> str:

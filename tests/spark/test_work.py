@@ -1,0 +1,78 @@
+"""The unit of work (`LakeWork`): several statements, one snapshot, and DML on a table created in the same unit."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.ducklake.lake import DuckLake, read_arrow
+from dbt.adapters.ducklake.spark.dml import MergeCardinalityError, When
+from dbt.adapters.ducklake.spark.work import LakeWork
+from tests.lake.compare import arrow_rows
+from tests.support.invariants import violations
+
+TARGET = "SELECT CAST(id AS INT) AS id, concat('t', id) AS v, CAST(id * 10 AS BIGINT) AS n FROM range(1, 9)"
+SOURCE = "SELECT CAST(id AS INT) AS id, concat('s', id) AS v, CAST(id AS BIGINT) AS n FROM range(5, 12)"
+CLAUSES = {
+    "update_insert": [When("matched", "update", None, {"v": "s.v"}), When("not_matched", "insert")],
+    "conditions": [When("matched", "delete", "s.id = 6"), When("matched", "update", "t.n > 60", None),
+                   When("not_matched", "insert", "s.id % 2 = 0"), When("not_matched_by_source", "update", "t.id < 3",
+                                                                        {"v": "'gone'"}),
+                   When("not_matched_by_source", "delete", "t.id = 4")],
+    "by_source_only": [When("not_matched_by_source", "delete")],
+    "insert_only": [When("not_matched", "insert", None, None, ("id", "v"))],
+}
+
+
+def _rows(lake: DuckLake, table: str) -> list[tuple]:
+    st = lake.snapshot()
+    return sorted(r[1:] for r in arrow_rows(read_arrow(st, st.table("main", table))))  # row ids left out
+
+
+@pytest.mark.parametrize("case", sorted(CLAUSES))
+def test_merge_into_a_table_created_in_the_same_unit(spark: SparkSession, catalog_url: str, data_path: str,
+                                                      case: str) -> None:
+    """MERGE after CREATE TABLE AS in one unit gives the rows the same MERGE gives after the table's commit (as
+    DELETE and UPDATE do: the unit's staged files are rewritten), in one snapshot."""
+    lake = DuckLake.create(catalog_url, data_path)
+    clauses = CLAUSES[case]
+    work = LakeWork(spark, lake)
+    work.create_table_as("main", "committed", spark.sql(TARGET))
+    work.commit()
+    work = LakeWork(spark, lake)
+    assert work.merge("main", "committed", spark.sql(SOURCE), "t.id = s.id", clauses) is not None
+    work.commit()
+
+    before = lake.snapshot().snapshot_id
+    work = LakeWork(spark, lake)
+    work.create_table_as("main", "new", spark.sql(TARGET))
+    work.merge("main", "new", spark.sql(SOURCE), "t.id = s.id", clauses)
+    work.commit()
+    assert lake.snapshot().snapshot_id == before + 1
+    assert _rows(lake, "new") == _rows(lake, "committed")
+    lake.close()
+    assert violations(catalog_url) == []
+
+
+def test_merge_into_an_empty_table_created_in_the_same_unit(spark: SparkSession, tmp_path: object) -> None:
+    lake = DuckLake.create(f"duckdb:///{tmp_path}/m.ducklake", f"{tmp_path}/data/")
+    work = LakeWork(spark, lake)
+    work.create_table_as("main", "t", spark.sql(TARGET + " WHERE false"))
+    work.merge("main", "t", spark.sql(SOURCE), "t.id = s.id", CLAUSES["update_insert"])
+    work.commit()
+    assert _rows(lake, "t") == [(i, f"s{i}", i) for i in range(5, 12)]
+    lake.close()
+
+
+def test_merge_into_a_new_table_refuses_several_matches(spark: SparkSession, tmp_path: object) -> None:
+    lake = DuckLake.create(f"duckdb:///{tmp_path}/m.ducklake", f"{tmp_path}/data/")
+    work = LakeWork(spark, lake)
+    work.create_table_as("main", "t", spark.sql(TARGET))
+    twice = spark.sql("SELECT CAST(2 AS INT) AS id, 'a' AS v, 1L AS n UNION ALL SELECT 2, 'b', 2L")
+    with pytest.raises(MergeCardinalityError, match="repeats keys"):
+        work.merge("main", "t", twice, "t.id = s.id", CLAUSES["update_insert"])
+    with pytest.raises(MergeCardinalityError, match="several source rows match one target row"):
+        work.merge("main", "t", twice, "t.id = 2 AND s.n > 0", [When("matched", "delete")])
+    work.rollback()
+    assert not lake.snapshot().tables
+    lake.close()

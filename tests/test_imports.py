@@ -1,0 +1,194 @@
+"""The package's imports, read from its source (ast): no module imports itself back through others (an import
+circle), and no module reaches into another one's private (`_name`) names.
+
+Counted: every import a module runs, at its top or inside a function (a function-level import does not break a
+circle, it only hides it); not counted: imports under `if TYPE_CHECKING:` (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = "dbt.adapters.ducklake"
+ROOT = Path(__file__).resolve().parents[1] / "dbt" / "adapters" / "ducklake"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join([PACKAGE, *parts])] = path
+    return out
+
+
+MODULES = _modules()
+
+# Left as they are until the branch that reworks these modules (spark/scan, manifest, changes: the column-types work)
+# is merged, so that the two do not collide; each entry must still occur (take a fixed one off the list).
+KNOWN_CIRCLES = [["spark.manifest", "spark.scan"]]
+KNOWN_PRIVATE_IMPORTS = {"spark.changes imports _physical_schema from spark.scan",
+                         "spark.changes imports _projection from spark.scan"}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run (any depth), leaving out `if TYPE_CHECKING:` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _base(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module name an ImportFrom reads from."""
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES[module].name == "__init__.py"
+    parts = module.split(".")
+    keep = len(parts) - node.level + (1 if is_package else 0)
+    return ".".join(parts[:keep] + ([node.module] if node.module else []))
+
+
+def _edges(module: str) -> Iterator[tuple[str, ast.Import | ast.ImportFrom, str | None]]:
+    """(imported module, statement, name) for every import of a package module; name is the imported name of a
+    `from m import name` that is not itself a module."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    for node in _imports(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES:
+                    yield alias.name, node, None
+            continue
+        base = _base(module, node)
+        for alias in node.names:
+            sub = f"{base}.{alias.name}"
+            if sub in MODULES:
+                yield sub, node, None
+            elif base in MODULES:
+                yield base, node, alias.name
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: {target for target, _, _ in _edges(m) if target != m} for m in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _short(module: str) -> str:
+    return module.removeprefix(PACKAGE + ".")
+
+
+def test_no_import_circles() -> None:
+    cycles = [[_short(m) for m in c] for c in _cycles(_graph())]
+    new = [c for c in cycles if c not in KNOWN_CIRCLES]
+    assert not new, "import circles:\n" + "\n".join(" <-> ".join(c) for c in new)
+    assert [c for c in KNOWN_CIRCLES if c not in cycles] == [], "gone: take it off KNOWN_CIRCLES"
+
+
+def test_no_private_names_imported_from_other_modules() -> None:
+    found = {}
+    for module in MODULES:
+        for target, node, name in _edges(module):
+            if name is not None and name.startswith("_") and not name.startswith("__") and target != module:
+                found[f"{_short(module)} imports {name} from {_short(target)}"] = node.lineno
+    new = [f"{k} (line {n})" for k, n in found.items() if k not in KNOWN_PRIVATE_IMPORTS]
+    assert not new, "private names imported across modules:\n" + "\n".join(new)
+    assert set(found) >= KNOWN_PRIVATE_IMPORTS, "gone: take it off KNOWN_PRIVATE_IMPORTS"
+
+
+def test_no_private_attributes_of_other_modules() -> None:
+    """`module._name` where module is another package module imported by name (`from . import ops; ops._x`)."""
+    found = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = {}
+        for target, node, name in _edges(module):
+            if name is None:
+                for alias in node.names:
+                    aliases[alias.asname or alias.name.split(".")[-1]] = target
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"{_short(module)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert not found, "private names of other modules used:\n" + "\n".join(found)
+
+
+def _private_members() -> set[str]:
+    """Private names the package defines on its classes and objects (methods, `self._x = ...` attributes)."""
+    names = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                names |= {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_private_members_of_other_objects() -> None:
+    """`obj._name` of a private method or attribute the package defines, on anything but self or cls, and writes
+    into an object's `__dict__`: a module working on another's internals."""
+    private = _private_members()
+    found = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            if (node.attr in private and not own) or node.attr == "__dict__":
+                found.append(f"{_short(module)}:{node.lineno} uses {ast.unparse(node)}")
+    assert not found, "private members of other objects used:\n" + "\n".join(found)
+
+
+def test_the_walker_sees_the_package() -> None:
+    graph = _graph()
+    assert f"{PACKAGE}.lake.transaction" in graph[f"{PACKAGE}.spark.work"]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
