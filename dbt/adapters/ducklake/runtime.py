@@ -119,7 +119,14 @@ def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
                          f"dbt seed, dbt build) creates it, with its Parquet files in {creds.data_path!r}")
     _refuse_foreign_files(creds)
     _make_local_dirs(creds)
-    return DuckLake.create(loc, creds.data_path)
+    try:
+        return DuckLake.create(loc, creds.data_path)
+    except Exception:
+        # two first runs at once: another process created the lake between the check and the create (on
+        # PostgreSQL this surfaces as a duplicate table): open theirs; anything else is a real failure
+        if DuckLake.exists(loc):
+            return DuckLake.open(loc)
+        raise
 
 
 def _refuse_foreign_files(creds: DuckLakeCredentials) -> None:
