@@ -122,7 +122,19 @@ def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
                          f"dbt seed, dbt build) creates it, with its Parquet files in {creds.data_path!r}")
     _refuse_foreign_files(creds)
     _make_local_dirs(creds)
-    return DuckLake.create(loc, creds.data_path)
+    try:
+        return DuckLake.create(loc, creds.data_path)
+    except Exception as failed:
+        # two first runs at once: another process created the lake between the check and the create (on
+        # PostgreSQL this surfaces as a duplicate table): open theirs; anything else is a real failure, reported
+        # as itself (not as whatever a second look at the catalog raises)
+        try:
+            created_meanwhile = DuckLake.exists(loc)
+        except Exception:  # noqa: BLE001
+            raise failed from None
+        if created_meanwhile:
+            return DuckLake.open(loc)
+        raise
 
 
 def _refuse_foreign_files(creds: DuckLakeCredentials) -> None:

@@ -113,17 +113,11 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
     encoding_of = scan.encoding_of(info)
     encodings: list[Encoding] = []
 
+    entries: list[tuple[str, DataFile, str, frozenset[int], Encoding]] = []
+
     def add(kind: str, f: DataFile, name: str) -> None:
         task = FileScanTask(f, (), None, None)
-        p, e = manifest.present_defaults(task, defaults), encoding_of(task)
-        if e not in encodings:
-            encodings.append(e)
-        # no glob characters: it is a Hadoop path
-        sub = kind + "_".join(str(c) for c in sorted(p)) + f"e{encodings.index(e)}"
-        root = manifest.table_root(data_path, info.table_id)
-        target = manifest.link_targets(root, info, [(f.path, f.file_size_bytes, e)])[f.path]  # a copy: readable.py
-        links.setdefault(sub, []).append((name, target))
-        present[sub] = (p, e)
+        entries.append((kind, f, name, manifest.present_defaults(task, defaults), encoding_of(task)))
 
     for ins in insertions:
         f = ins.data_file
@@ -132,6 +126,16 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
     for de in deletions:
         f = de.data_file
         add("x", f, f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet")
+    # the files themselves, or their readable copies (readable.py), made together (in parallel)
+    targets = manifest.link_targets(manifest.table_root(data_path, info.table_id), info,
+                                    [(f.path, f.file_size_bytes, e) for _, f, _, _, e in entries])
+    for kind, f, name, p, e in entries:
+        if e not in encodings:
+            encodings.append(e)
+        # no glob characters: it is a Hadoop path
+        sub = kind + "_".join(str(c) for c in sorted(p)) + f"e{encodings.index(e)}"
+        links.setdefault(sub, []).append((name, targets[f.path]))
+        present[sub] = (p, e)
     if not links:
         return []
     rows = [(d.data_file.data_file_id, p, s) for d in deletions for p, s in d.positions]

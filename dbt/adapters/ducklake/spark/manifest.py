@@ -149,7 +149,8 @@ def link_targets(root: str, table: TableInfo, files: Sequence[tuple[str, int, En
     """What a manifest links for each (path, size, encoding) data file: the file itself, or, where Spark cannot open
     it (type_readings.UNOPENABLE: DuckDB's GEOMETRY / VARIANT columns), its readable copy (spark/readable.py)."""
     out = {p: to_local(p) for p, _s, _e in files}
-    copies = [(to_local(p), s) for p, s, e in files if unopenable(e, table.columns) is not None]
+    # a file listed twice (inserted and deleted in one change-feed range) is copied once
+    copies = list(dict.fromkeys((to_local(p), s) for p, s, e in files if unopenable(e, table.columns) is not None))
     if copies:
         made = ensure_copies(root, copies, table.columns)
         with _lock:

@@ -15,16 +15,17 @@ from sqlglot.errors import ParseError
 
 from ..lake.pruning import And, Compare, InValues, IsNull, Or, Predicate
 from ..lake.records import Column
-from ..lake.types import parse_type
+from ..lake.types import INT_RANGES, parse_type
 
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _OPS: dict[type[exp.Expression], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
                                          exp.GTE: ">="}
 _TEXT_TYPES = frozenset({"varchar", "json"})
 _TEMPORAL = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"})
-_INTEGRAL = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
-_INTEGRAL_CASTS = {exp.DataType.Type.TINYINT: 7, exp.DataType.Type.SMALLINT: 15, exp.DataType.Type.INT: 31,
-                   exp.DataType.Type.BIGINT: 63}  # bits of magnitude: an out-of-range literal is not read
+_INTEGRAL = frozenset(INT_RANGES) - {"int128", "uint128"}  # HUGEINT is not read as a Spark integral type
+# Spark's integral cast targets as the lake type of the same range: an out-of-range literal is not read
+_INTEGRAL_CASTS = {exp.DataType.Type.TINYINT: "int8", exp.DataType.Type.SMALLINT: "int16",
+                   exp.DataType.Type.INT: "int32", exp.DataType.Type.BIGINT: "int64"}
 _TEMPORAL_CASTS = frozenset({exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ,
                              exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.DATETIME})
 
@@ -168,15 +169,15 @@ def _exact_numeric_cast(node: exp.Expression, t: str) -> str | None:
     text = str(inner.this)
     to = node.to.this
     if to in _INTEGRAL_CASTS:
-        bits = _INTEGRAL_CASTS[to]
-        ok = t in _INTEGRAL and text.isdigit() and -(2 ** bits) <= int(f"-{text}" if negative else text) < 2 ** bits
+        lo, hi = INT_RANGES[_INTEGRAL_CASTS[to]]
+        ok = t in _INTEGRAL and text.isdigit() and lo <= int(f"-{text}" if negative else text) <= hi
     elif to == exp.DataType.Type.DECIMAL and (t.startswith("decimal(") or t in _INTEGRAL):
         params = [p.name for p in node.to.expressions]
         scale = int(params[1]) if len(params) > 1 and params[1].isdigit() else 0
         whole, _, frac = text.partition(".")
         ok = whole.isdigit() and (not frac or (frac.isdigit() and len(frac.rstrip("0")) <= scale))
     elif to == exp.DataType.Type.DOUBLE:
-        ok = t in ("float64", "double") and text.replace(".", "", 1).isdigit()
+        ok = t == "float64" and text.replace(".", "", 1).isdigit()  # a float32 column is cast, not the literal
     else:
         ok = False
     return (f"-{text}" if negative else text) if ok else None
