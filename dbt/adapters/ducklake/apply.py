@@ -55,7 +55,6 @@ def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
 def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
     assert c.schema is not None or c.kind in ("create_schema", "drop_schema")
     schema, name = c.schema or "", c.name or ""
-    tx = work.tx
     if c.kind == "create_schema":
         work.create_schema(name, if_not_exists=c.if_exists)
         return -1
@@ -89,7 +88,7 @@ def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
         work.drop(schema, name, what=c.kind.split("_")[1], if_exists=c.if_exists)
         return -1
     if c.kind in ("insert", "insert_overwrite"):
-        info = tx.table(schema, name)
+        info = work.table(schema, name)
         df = _positional(spark.sql(c.query or ""), [col.name for col in info.columns], c.column_names, schema, name)
         if c.kind == "insert":
             return work.insert_rows(schema, name, df)  # dbt shows INSERT <rows>: 0 for a run that added nothing
@@ -108,8 +107,7 @@ def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
         work.rename(schema, name, c.new_name or "")
         return -1
     if c.kind == "add_columns":
-        for col in _columns(spark, c.columns_ddl or "", types=c.types):
-            tx.add_column(schema, name, col)
+        work.add_columns(schema, name, _columns(spark, c.columns_ddl or "", types=c.types))
         return -1
     if c.kind == "drop_column":
         work.drop_column(schema, name, c.column or "")

@@ -78,12 +78,12 @@ class Cursors:
                 if p is None or p.node != node:
                     continue
                 try:
-                    info = work.tx.table(*target)
+                    info = work.table(*target)
                 except DuckLakeError:
                     continue  # dropped in this unit: nothing to keep a cursor on
                 for tag, value in sorted(p.tags.items()):
                     if info.tags.get(tag) != value:
-                        work.tx.set_tag(info.schema_name, info.name, tag, value)
+                        work.set_tag(info.schema_name, info.name, tag, value)
                 staged.append(target)
         return staged
 

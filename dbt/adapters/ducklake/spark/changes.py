@@ -20,7 +20,8 @@ from ..lake.lake import DuckLake
 from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask
 from . import manifest, scan
-from .scan import POS, _physical_schema, _projection, file_uri, footer_relation, readable_file
+from .projection import physical_schema, projection
+from .scan import POS, file_uri, footer_relation, readable_file
 from .sql_literals import ident, literal
 from .type_readings import Encoding, unopenable_message
 
@@ -166,11 +167,11 @@ def _manifest_parts(spark: SparkSession, data_path: str, info: TableInfo, insert
 
 def _source(spark: SparkSession, f: DataFile) -> str:
     """A footer-based read of one file, with the explicit schema of its fields (scan.footer_relation)."""
-    return footer_relation(spark, file_uri(f.path), _physical_schema(f.path, f.file_size_bytes))
+    return footer_relation(spark, file_uri(f.path), physical_schema(f.path, f.file_size_bytes))
 
 
 def _file_parts(f: DataFile, cols: tuple[Column, ...], mappings: dict) -> tuple[tuple[str, ...], str]:
-    proj = _projection(cols, FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)))
-    names = _physical_schema(f.path, f.file_size_bytes).names
+    proj = projection(cols, FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)))
+    names = physical_schema(f.path, f.file_size_bytes).names
     rowid = ident(ROW_ID_COLUMN) if ROW_ID_COLUMN in names else f"{f.row_id_start or 0} + {POS}"
     return proj, rowid

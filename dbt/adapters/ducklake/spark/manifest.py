@@ -43,6 +43,7 @@ from ..lake.maintenance import SPARK_MANIFESTS
 from ..lake.paths import to_local
 from ..lake.records import Column, DeleteFile, TableInfo
 from ..lake.scan import FileScanTask
+from .projection import default_sql
 from .readable import READABLE, ensure_copies
 from .sql_literals import ident
 from .type_readings import Encoding, project, reading_type, unopenable
@@ -133,8 +134,6 @@ def present_defaults(task: FileScanTask, defaults: Sequence[Column]) -> frozense
 def columns_sql(table: TableInfo, present: frozenset[int], encoding: Encoding, ref: str = "x") -> list[str]:
     """The table's columns from a manifest table aliased ref: each column's Spark value (type_readings.project), or
     its initial default where the files predate it."""
-    from .scan import default_sql  # scan imports this module
-
     enc = dict(encoding)
     out = []
     for c in table.columns:

@@ -11,7 +11,6 @@ added as literals.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 import re
@@ -19,34 +18,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
-from ..lake.paths import to_local
 from ..lake.pruning import Predicate
-from ..lake.records import Column, DataFile, NameMapping, TableInfo
+from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.state import LakeState
-from ..lake.types import parse_value
 from . import manifest
 from .manifest import FILE, RID
+from .projection import physical_schema, projection
 from .sql_literals import ident, literal, string_literal
 from .type_readings import (
     UNOPENABLE,
-    VARYING,
     Encoding,
-    encoding_kind,
     file_encoding,
     file_reading_schema,
-    project,
     unopenable,
     unopenable_message,
     varying,
 )
-from .types import spark_schema, to_spark
+from .types import spark_schema
 
 _FID = b"PARQUET:field_id"
 POS = manifest.POS
@@ -56,126 +50,11 @@ POS = manifest.POS
 USE_MANIFESTS = True
 
 
-@functools.lru_cache(maxsize=20000)
-def _physical_schema(path: str, size: int) -> pa.Schema:
-    # data files never change once written: a footer read per (path, size) is enough
-    return pq.read_schema(to_local(path))
-
-
 def file_uri(path: str) -> str:
     """A path as Spark's Parquet source wants it."""
     if "://" in path:
         return path
     return "file://" + path
-
-
-@dataclass(frozen=True)
-class _Mapper:
-    """How one file's columns map to the table's: by field id, by name mapping, or by position."""
-
-    schema: pa.Schema
-    mapping: NameMapping | None
-
-    @property
-    def by_id(self) -> bool:
-        data = [f for f in self.schema if f.name not in (ROW_ID_COLUMN, SNAPSHOT_COLUMN)]
-        return self.mapping is None and bool(data) and all(f.metadata and _FID in f.metadata for f in data)
-
-    def find(self, fields: Sequence[pa.Field], col: Column, parent: int | None, pos: int,
-             top: bool) -> tuple[pa.Field, int | None] | None:
-        if self.mapping is not None:
-            for idx, src, target, par, _part in self.mapping.entries:
-                if par == parent and target == col.column_id:
-                    for f in fields:
-                        if f.name == src:
-                            return f, idx
-            return None
-        if self.by_id:
-            for f in fields:
-                if f.metadata and f.metadata.get(_FID) == str(col.column_id).encode():
-                    return f, None
-            return None
-        if not top:
-            for f in fields:
-                if f.name == col.name:
-                    return f, None
-        data = [f for f in fields if f.name not in (ROW_ID_COLUMN, SNAPSHOT_COLUMN)]
-        return (data[pos], None) if pos < len(data) else None
-
-
-def default_sql(col: Column) -> str:
-    if col.initial_default is None or col.is_nested:
-        return literal(None, col)
-    return literal(parse_value(col.type, col.initial_default), col)
-
-
-def _project(col: Column, phys: pa.Field, ref: str, m: _Mapper, key: int | None, depth: int) -> str:
-    """A Spark expression giving the table column from the file field at ref."""
-    target = to_spark(col).simpleString()
-    t = phys.type
-    if col.type == "struct" and pa.types.is_struct(t):
-        fields = list(t)
-        parts, same = [], len(fields) == len(col.children)
-        for pos, child in enumerate(col.children):
-            found = m.find(fields, child, key, pos, False)
-            if found is None:
-                parts.append(f"{string_literal(child.name)}, {default_sql(child)}")
-                same = False
-                continue
-            pf, ckey = found
-            cref = f'{ref}.{ident(pf.name)}'
-            expr = _project(child, pf, cref, m, ckey, depth)
-            same = same and fields.index(pf) == pos and expr == f"CAST({cref} AS {to_spark(child).simpleString()})"
-            parts.append(f"{string_literal(child.name)}, {expr}")
-        if same:
-            return f"CAST({ref} AS {target})"  # struct casts go by position: fine when only names differ
-        return f"CASE WHEN {ref} IS NULL THEN NULL ELSE named_struct({', '.join(parts)}) END"
-    if col.type == "list" and (pa.types.is_list(t) or pa.types.is_large_list(t)):
-        (elem,) = col.children
-        var = f"e{depth}"
-        found = m.find([t.value_field], elem, key, 0, False) or (t.value_field, None)
-        inner = _project(elem, found[0], var, m, found[1], depth + 1)
-        if inner == f"CAST({var} AS {to_spark(elem).simpleString()})":
-            return f"CAST({ref} AS {target})"
-        return f"transform({ref}, {var} -> {inner})"
-    if col.type == "map" and pa.types.is_map(t):
-        kcol, vcol = col.children
-        kf = m.find([t.key_field, t.item_field], kcol, key, 0, False) or (t.key_field, None)
-        vf = m.find([t.key_field, t.item_field], vcol, key, 1, False) or (t.item_field, None)
-        kv, vv = f"k{depth}", f"v{depth}"
-        kexpr = _project(kcol, kf[0], kv, m, kf[1], depth + 1)
-        vexpr = _project(vcol, vf[0], vv, m, vf[1], depth + 1)
-        out = ref
-        if vexpr != f"CAST({vv} AS {to_spark(vcol).simpleString()})":
-            out = f"transform_values({out}, ({kv}, {vv}) -> {vexpr})"
-        if kexpr != f"CAST({kv} AS {to_spark(kcol).simpleString()})":
-            out = f"transform_keys({out}, ({kv}, {vv}) -> {kexpr})"
-        return f"CAST({out} AS {target})"
-    if col.type in _READ_BY_PROJECTION:
-        enc = {col.column_id: encoding_kind(col.type, t)} if col.type in VARYING else {}
-        if col.type in ("time", "timetz", "time_ns") and pa.types.is_timestamp(t):  # as this adapter writes them
-            ref = f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ref})"
-        out = project(col, ref, enc)
-        if out != ref:
-            return out
-    return f"CAST({ref} AS {target})"
-
-
-_READ_BY_PROJECTION = VARYING | {"uuid", "time", "timetz", "time_ns", "interval"}
-
-
-def _projection(columns: Sequence[Column], task: FileScanTask) -> tuple[str, ...]:
-    f = task.data_file
-    m = _Mapper(_physical_schema(f.path, f.file_size_bytes), task.mapping)
-    out = []
-    for pos, col in enumerate(columns):
-        found = m.find(list(m.schema), col, None, pos, True)
-        if found is None:
-            out.append(f"{default_sql(col)} AS {ident(col.name)}")
-        else:
-            pf, key = found
-            out.append(f"{_project(col, pf, ident(pf.name), m, key, 0)} AS {ident(col.name)}")
-    return tuple(out)
 
 
 def table_sql(spark: SparkSession, state: LakeState, table: TableInfo, predicate: Predicate | None = None) -> str:
@@ -262,7 +141,7 @@ def readable_file(data_path: str, table: TableInfo, f: DataFile) -> tuple[DataFi
     written by DuckDB) its readable copy; for a remote such file, itself and the column that blocks it."""
     if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
         return f, None
-    enc = file_encoding(_physical_schema(f.path, f.file_size_bytes), table.columns)
+    enc = file_encoding(physical_schema(f.path, f.file_size_bytes), table.columns)
     col = unopenable(enc, table.columns)
     if col is None:
         return f, None
@@ -294,7 +173,7 @@ def encoding_of(table: TableInfo) -> Callable[[FileScanTask], Encoding]:
     """How a file of the table stores its VARYING columns (from its footer; () when the table has none)."""
     if not varying(table.columns):
         return lambda t: ()
-    return lambda t: file_encoding(_physical_schema(t.data_file.path, t.data_file.file_size_bytes), table.columns)
+    return lambda t: file_encoding(physical_schema(t.data_file.path, t.data_file.file_size_bytes), table.columns)
 
 
 def _manifest_sql(name: str, present: frozenset[int], encoding: Encoding, deletes: str | None, table: TableInfo,
@@ -374,8 +253,8 @@ def file_groups(columns: Sequence[Column], plan: ScanPlan, keyed: bool = False) 
     physical: dict[tuple[tuple[str, ...], str, int | None, str], pa.Schema] = {}
     for task in plan.files:
         f = task.data_file
-        schema = _physical_schema(f.path, f.file_size_bytes)
-        key = (_projection(columns, task), str(schema.remove_metadata()), task.max_snapshot, f.path.rpartition("/")[0])
+        schema = physical_schema(f.path, f.file_size_bytes)
+        key = (projection(columns, task), str(schema.remove_metadata()), task.max_snapshot, f.path.rpartition("/")[0])
         groups.setdefault(key, []).append(task)
         physical.setdefault(key, schema)
     out = []
@@ -461,7 +340,7 @@ def _deleted_keys_sql(g: FileGroup, snapshot_id: int) -> str | None:
         # the delete file's positions (those deleted by snapshot_id) are read by Spark; inlined deletes are literals
         literals += [g.key(t, p) for p, begin in t.data_file.inlined_deletes if begin <= snapshot_id]
         if d.begin_snapshot <= snapshot_id:
-            schema = _physical_schema(d.path, d.file_size_bytes)
+            schema = physical_schema(d.path, d.file_size_bytes)
             from_files.setdefault((d.path.rpartition("/")[0], str(schema.remove_metadata())), []).append(t)
     parts = []
     for tasks in from_files.values():
@@ -476,7 +355,7 @@ def _delete_files_sql(g: FileGroup, tasks: list[FileScanTask], snapshot_id: int)
     """Keys of the positions in delete files of one layout and directory (read by position, as the reference does:
     file_path, pos[, snapshot]); positions deleted after snapshot_id (partial delete files) are left out."""
     files = [t.data_file.delete_file for t in tasks]
-    schema = _physical_schema(files[0].path, files[0].file_size_bytes)  # type: ignore[union-attr]
+    schema = physical_schema(files[0].path, files[0].file_size_bytes)  # type: ignore[union-attr]
     pos = ident(schema.names[1])
     where = f" WHERE d.{ident(schema.names[2])} <= {snapshot_id}" if len(schema.names) >= 3 else ""
     glob = _source([d.path for d in files])  # type: ignore[union-attr]

@@ -24,7 +24,7 @@ from ..lake.errors import NoSuchColumnError, NoSuchTableError
 from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
 from ..lake.paths import discard_files, to_local
-from ..lake.records import Column, Snapshot
+from ..lake.records import Column, Snapshot, TableInfo
 from ..lake.state import ci_lookup
 from ..lake.transaction import Transaction
 from . import dml
@@ -74,6 +74,10 @@ class LakeWork:
     # Objects created, dropped or renamed are touched (their Spark names are refreshed after the commit, and DML
     # later in the unit refuses them: see _reads_base); column changes are not: DML later in the unit reads the
     # committed rows through them (dml.evolved_columns).
+    def table(self, schema: str, table: str) -> TableInfo:
+        """The table as this unit has it (NoSuchTableError if it has none)."""
+        return self.tx.table(schema, table)
+
     def exists(self, schema: str, table: str) -> bool:
         """Whether the table exists as this unit has it."""
         try:
@@ -133,6 +137,14 @@ class LakeWork:
         self.tx.create_view(schema, name, duck_sql, dialect=dialect, replace=replace, comment=comment)
         self.tx.set_tag(schema, name, SPARK_SQL_TAG, query)
         self._touch(schema, name)
+
+    def set_tag(self, schema: str, name: str, key: str, value: str | None) -> None:
+        """A tag on a table or view (None removes it), e.g. a change-feed cursor committed with the rows."""
+        self.tx.set_tag(schema, name, key, value)
+
+    def add_columns(self, schema: str, table: str, columns: Sequence[Column]) -> None:
+        for col in columns:
+            self.tx.add_column(schema, table, col)
 
     def drop_column(self, schema: str, table: str, column: str) -> None:
         self.tx.drop_column(schema, table, column)
