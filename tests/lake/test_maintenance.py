@@ -102,9 +102,11 @@ def _ours_match_duckdb(lk: Lake, theirs: dict[str, Any] | None = None) -> None:
     theirs = theirs or reference_state(lk.url)
     lake = DuckLake.open(lk.url)
     try:
-        for (sid, schema, name), info in theirs["tables"].items():
-            st = lake.snapshot(sid)
-            assert arrow_rows(read_arrow(st, st.table(schema, name))) == plain_rows(info["rows"]), (sid, schema, name)
+        with lake.db.reading():  # one catalog connection for every snapshot's reads
+            for (sid, schema, name), info in theirs["tables"].items():
+                st = lake.snapshot(sid)
+                got = arrow_rows(read_arrow(st, st.table(schema, name)))
+                assert got == plain_rows(info["rows"]), (sid, schema, name)
     finally:
         lake.close()
 

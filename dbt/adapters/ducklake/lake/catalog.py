@@ -62,6 +62,7 @@ class CatalogDB:
         self.dialect: Dialect = dialect_for(location.backend)
         self.metadata_schema = metadata_schema
         self._engine: sa.Engine | None = None
+        self._held = threading.local()  # this thread's connection inside reading()
 
     # naming ------------------------------------------------------------------------------------------------
     @property
@@ -138,14 +139,37 @@ class CatalogDB:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A connection with one consistent view of the catalog for several queries."""
+        """A connection with one consistent view of the catalog for several queries (the held one inside
+        `reading()`)."""
+        held = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held
+            return
         begin = {"sqlite": "BEGIN", "postgresql": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
         with self._transaction(begin.get(self.location.backend), commit=False) as conn:
             yield conn
 
     @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every `read()` of this thread inside the block shares one connection and read transaction: a reader
+        that loads a table's files, inlined rows and stats for many snapshots opens the catalog once, not per
+        query (a DuckDB-file catalog costs a database open each). Holds a DuckDB file open (locked for other
+        processes) until the block ends, so keep it around catalog reads; no write() inside it."""
+        if getattr(self._held, "conn", None) is not None:
+            yield
+            return
+        with self.read() as conn:
+            self._held.conn = conn
+            try:
+                yield
+            finally:
+                self._held.conn = None
+
+    @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction: committed when the block ends, rolled back if it raises."""
+        if getattr(self._held, "conn", None) is not None:
+            raise RuntimeError("a catalog write inside CatalogDB.reading(): end the reading block first")
         # SQLite: take the write lock first, so writers queue instead of failing on lock upgrade
         begin = {"sqlite": "BEGIN IMMEDIATE", "postgresql": "BEGIN"}
         with self._transaction(begin.get(self.location.backend), commit=True) as conn:

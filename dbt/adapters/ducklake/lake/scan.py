@@ -89,10 +89,12 @@ def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = 
 
 def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -> pa.Table:
     """The table's rows at the state's snapshot as Arrow, current column names and types, plus rowid."""
-    plan = plan_scan(state, table)
+    with state.db.reading():  # the catalog reads first, in one connection; the files after it is closed
+        plan = plan_scan(state, table)
+        inlined = read_inlined(state, table, with_rowid)
     schema = _output_schema(table.columns, with_rowid)
     parts = [read_file(task, table.columns, with_rowid) for task in plan.files]
-    parts += [t.select(schema.names) for t in read_inlined(state, table, with_rowid)]
+    parts += [t.select(schema.names) for t in inlined]
     if not parts:
         return schema.empty_table()
     return pa.concat_tables([p.cast(schema) for p in parts])
