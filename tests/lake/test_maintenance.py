@@ -22,6 +22,7 @@ from dbt.adapters.ducklake.lake import maintenance as mt
 from tests.conftest import _catalog_url
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference
+from tests.support.coverage import pairs
 from tests.support.invariants import violations
 from tests.support.postgres import PostgresServer
 from tests.support.reference_lakes import build, reference_state
@@ -127,7 +128,7 @@ PG_SCENARIOS = ["inlined", "drops", "partitioning", "compaction"]
 
 
 def _by_backend(scenarios: list[str], pg: list[str]) -> list[Any]:
-    out = [pytest.param(b, s, id=f"{b}-{s}") for b in ("duckdb", "sqlite") for s in scenarios]
+    out = [pytest.param(b, s, id=f"{b}-{s}") for s, b in pairs(scenarios, ["duckdb", "sqlite"])]
     return out + [pytest.param("postgres", s, id=f"postgres-{s}", marks=PG) for s in pg]
 
 

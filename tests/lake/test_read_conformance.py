@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from dbt.adapters.ducklake.lake.changes import read_changes
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.scan import read_arrow
-from tests.conftest import ReferenceLake
+from tests.conftest import reference_lake_of
 from tests.lake.compare import arrow_rows, plain_rows
+from tests.support.coverage import pairs
 from tests.support.reference_lakes import SCENARIOS
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_reader_matches_duckdb(scenario: str, reference_lake: Callable[[str], ReferenceLake]) -> None:
-    built = reference_lake(scenario)
+# each scenario on two of the three catalog backends, in turn (all three under DUCKLAKE_TEST_FULL=1)
+@pytest.mark.parametrize(("scenario", "backend"), [
+    pytest.param(s, b, id=f"{b}-{s}", marks=[pytest.mark.postgres] if b == "postgres" else [])
+    for s, b in pairs(sorted(SCENARIOS), ["duckdb", "sqlite", "postgres"], per_first=2)])
+def test_reader_matches_duckdb(scenario: str, backend: str, request: pytest.FixtureRequest,
+                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    built = reference_lake_of(scenario, backend, request, tmp_path_factory)
     ref = built.state
     lake = DuckLake.open(built.catalog)
     try:

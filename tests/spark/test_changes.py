@@ -9,20 +9,22 @@ from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.spark import scan
 from dbt.adapters.ducklake.spark.changes import table_changes
 from dbt.adapters.ducklake.spark.types import spark_schema
+from tests.conftest import reference_lake_of
 from tests.lake.compare import arrow_rows, plain_rows
-from tests.support.reference_lakes import build, reference_state
+from tests.support.coverage import FULL
+
+_SCENARIOS = ["updates", "repeated_deletes", "inlined", "compaction", "schema_evolution"]
 
 
-@pytest.mark.parametrize("reader", ["manifest", "footers"])
-@pytest.mark.parametrize("scenario", ["updates", "repeated_deletes", "inlined", "compaction", "schema_evolution"])
-def test_change_feed_equals_duckdb(spark: SparkSession, scenario: str, reader: str, tmp_path: object, data_path: str,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("scenario", "reader"), [(s, "manifest") for s in _SCENARIOS] + [
+    (s, "footers") for s in _SCENARIOS if FULL or s in ("schema_evolution", "repeated_deletes")])
+def test_change_feed_equals_duckdb(spark: SparkSession, scenario: str, reader: str, request: pytest.FixtureRequest,
+                                   tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Changed files read through a manifest (deleted positions as a Parquet file), or by the footer-based path
     (a branch per file: name-mapped files, remote storage, HUGEINT columns)."""
     monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
-    catalog = f"duckdb:///{tmp_path}/metadata.ducklake"
-    build(catalog, data_path, scenario)
-    ref = reference_state(catalog)
+    built = reference_lake_of(scenario, "duckdb", request, tmp_path_factory)  # shared, read only
+    catalog, ref = built.catalog, built.state
     lake = DuckLake.open(catalog)
     checked = kinds = 0
     per_table: dict[tuple[str, str], int] = {}
