@@ -12,7 +12,7 @@ ruff_rc=0
 
 step "pytest"
 rc=0
-.venv/bin/pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadscope tests || rc=$?
+.venv/bin/pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadscope --no-loadscope-reorder tests || rc=$?
 if [ "$rc" -eq 5 ]; then
     die "pytest collected no tests"
 fi

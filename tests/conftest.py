@@ -121,10 +121,11 @@ def reference_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 # Under pytest-xdist (scripts/test.sh: two workers, one scope per class or module) the longest scopes go first, so
 # that no worker is left alone with one at the end, and the modules reading the shared reference lakes come first
-# together, so that one worker's initial batch holds them and builds each lake once.
+# together, so that one worker's initial batch holds them and builds each lake once. This order needs
+# `--no-loadscope-reorder` (pytest-xdist >= 3.6 otherwise sorts scopes by their number of tests).
 _XDIST_FIRST = (
     "tests/functional/test_writers.py", "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
-    "tests/support/test_reference_lakes.py",
+    "tests/support/test_reference_lakes.py", "tests/spark/test_changes.py",
     "tests/lake/test_maintenance.py", "tests/functional/adapter/test_snapshots.py",
     "tests/functional/test_snapshot_scenarios.py", "tests/functional/test_change_feed.py",
     "tests/spark/test_connect.py", "tests/functional/test_threads.py", "tests/functional/test_incremental_scenarios.py",
