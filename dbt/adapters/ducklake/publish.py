@@ -32,7 +32,8 @@ logger = AdapterLogger("DuckLake")
 # the commands whose changes a build stages (others, e.g. run-operation maintenance, commit as usual)
 WAP_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
 # node statuses that keep the build from being published (dbt's NodeStatus values)
-BLOCKING = frozenset({"error", "fail", "skipped", "runtime error", "partial success"})
+# ("started": a node that never finished, e.g. interrupted)
+BLOCKING = frozenset({"error", "fail", "skipped", "runtime error", "partial success", "started"})
 NO_NODE = "(outside a node)"  # changes made by hooks of the run itself (on-run-start / on-run-end)
 
 
@@ -91,7 +92,9 @@ class Build:
     def on_event(self, msg: Any) -> None:
         """dbt event callback: remember each node's final status."""
         name = msg.info.name
-        if name == "NodeFinished":
+        if name == "NodeStart":
+            self.results.setdefault(msg.data.node_info.unique_id, "started")
+        elif name == "NodeFinished":
             self.results[msg.data.node_info.unique_id] = msg.data.run_result.status
         elif name == "SkippingDetails":  # nodes never run (on-run-start failed)
             self.results[msg.data.node_info.unique_id] = "skipped"
