@@ -205,3 +205,90 @@ def test_build_published_as_one_snapshot_postgres_with_a_concurrent_writer(pg_se
     writer.join()
     with reference.attached(catalog, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM lake.main.other").fetchone()[0] == len(duck) == 15
+
+
+# change-feed cursors and a true conflict at publish ------------------------------------------------------------------
+FEED = """
+{{ config(materialized='incremental', unique_key='id') }}
+select id, amount, _ducklake_change_type from {{ ducklake_changes(source('up', 'src')) }}
+"""
+
+
+def _cursor(catalog: str) -> dict[str, str]:
+    lake = DuckLake.open(catalog)
+    try:
+        tags = lake.snapshot().table("main", "feed").tags
+    finally:
+        lake.close()
+    return {k: v for k, v in tags.items() if k.startswith("dbt_ducklake.consumed.")}
+
+
+def test_failed_build_keeps_change_feed_cursors_and_a_conflict_publishes_nothing(tmp_path: Path) -> None:
+    catalog = f"sqlite:///{tmp_path}/catalog.sqlite"
+    data = tmp_path / "data"
+    lake = DuckLake.create(catalog, str(data) + "/")
+    lake.close()
+    with reference.attached(catalog) as con:
+        con.execute("CREATE TABLE lake.main.src AS SELECT range::INTEGER AS id, range::INTEGER * 10 AS amount "
+                    "FROM range(1, 4)")
+    p = tmp_path / "p"
+    (p / "models").mkdir(parents=True)
+    (p / "tests").mkdir()
+    (p / "dbt_project.yml").write_text("name: wap\nversion: '1.0'\nprofile: wap\nconfig-version: 2\n")
+    (p / "models" / "sources.yml").write_text(
+        "version: 2\nsources:\n  - name: up\n    schema: main\n    tables: [{name: src}]\n")
+    (p / "models" / "feed.sql").write_text(FEED)
+    (p / "tests" / "gate.sql").write_text(
+        "select * from {{ ref('feed') }} where {{ 'true' if var('fail', false) else 'false' }}")
+    (p / "profiles.yml").write_text(
+        "wap:\n  target: dev\n  outputs:\n    dev:\n      type: ducklake\n"
+        f"      catalog: '{catalog}'\n      data_path: '{data}/'\n      schema: main\n      master: 'local[1]'\n"
+        "      threads: 2\n      write_audit_publish: \"{{ var('wap', true) | as_bool }}\"\n"
+        "      spark_config: {spark.sql.shuffle.partitions: '2'}\n")
+
+    code, log = _dbt(p, "build").wait()
+    assert code == 0, log[-4000:]
+    first = _cursor(catalog)
+    assert first, "the change-feed model has no cursor"
+    with reference.attached(catalog) as con:
+        con.execute("INSERT INTO lake.main.src VALUES (4, 40), (5, 50)")
+
+    # a failed build: the cursor stays where it was, the feed unchanged
+    files = _files(data)
+    code, log = _dbt(p, "build", "--vars", "{fail: true}").wait()
+    assert code == 1 and "nothing was published because of test.wap.gate (fail)" in log, log[-4000:]
+    assert _cursor(catalog) == first
+    assert _files(data) == files
+    with reference.attached(catalog, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM lake.main.feed").fetchone()[0] == 3
+
+    # a true conflict at publish: DuckDB deletes from the feed's table while the build waits to publish
+    pause = tmp_path / "pause"
+    files = _files(data)
+    child = _dbt(p, "build", env={"DUCKLAKE_TEST_PAUSE_AT": "files_written", "DUCKLAKE_TEST_PAUSE_FILE": str(pause)})
+    deadline = time.monotonic() + 600
+    while not pause.exists() and child.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pause.exists(), child.wait()[1][-4000:]
+    with reference.attached(catalog) as con:
+        con.execute("DELETE FROM lake.main.feed WHERE id = 1")
+    during = _files(data)
+    pause.unlink()
+    code, log = child.wait()
+    assert code != 0 and "write-audit-publish: the build could not be published" in log, log[-4000:]
+    assert "insert into table" in log and "deleted from it" in log, log[-4000:]
+    assert _cursor(catalog) == first
+    after = _files(data)
+    assert during - after  # the build's staged files were there, and are gone
+    assert after - files <= during - files and len(after - files) <= 1  # only DuckDB's delete file (if any) is new
+
+    # the rerun reads the two new rows exactly once
+    code, log = _dbt(p, "build").wait()
+    assert code == 0, log[-4000:]
+    assert _cursor(catalog) != first
+    with reference.attached(catalog, read_only=True) as con:
+        assert con.execute("SELECT count(*), sum(amount) FROM lake.main.feed").fetchone() == (4, 140)
+        mine = [r[0] for r in con.execute("SELECT commit_message FROM lake.snapshots() WHERE commit_message LIKE "
+                                          "'write-audit-publish%'").fetchall()]
+        assert len(mine) == 2
+    assert violations(catalog) == []
