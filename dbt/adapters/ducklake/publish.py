@@ -133,6 +133,8 @@ class Build:
                         f"write-audit-publish: the build could not be published: {e}. Another writer committed a "
                         "conflicting change while it ran; nothing was published and the files it wrote were "
                         "removed: run the build again") from None
+                except DuckLakeError as e:  # e.g. the catalog failed while committing (the message says what is known)
+                    raise DbtRuntimeError(f"write-audit-publish: publishing the build failed: {e}") from None
                 if snap is not None:
                     logger.info(f"write-audit-publish: published snapshot {snap.snapshot_id} with the changes of "
                                 f"{len(nodes)} nodes")
