@@ -433,4 +433,13 @@ class DuckLakeAdapter(SparkAdapter):
         merge_adjacent_files, flush_inlined_data) with DuckDB's semantics; returns a one-line summary."""
         from .maintenance import run
 
+        if self._handle().build is not None:
+            raise DbtRuntimeError(f"ducklake {operation}: lake maintenance commits snapshots of its own, which a "
+                                  "write-audit-publish build cannot hold back: run it with `dbt run-operation` after "
+                                  "the build")
         return run(self._handle().runtime, operation, **kwargs)
+
+    @available
+    def ducklake_write_audit_publish(self) -> bool:
+        """Whether this invocation stages everything for one publish at its end (write_audit_publish)."""
+        return self._handle().build is not None
