@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 logger = AdapterLogger("DuckLake")
 
 # the commands whose changes a build stages (others, e.g. run-operation maintenance, commit as usual)
-WAP_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "retry"})
+WAP_COMMANDS = frozenset({"build", "run", "seed", "snapshot"})
 # node statuses that keep the build from being published (dbt's NodeStatus values)
 # ("started": a node that never finished, e.g. interrupted)
 BLOCKING = frozenset({"error", "fail", "skipped", "runtime error", "partial success", "started"})
@@ -129,10 +129,11 @@ class Build:
                 try:
                     snap = work.commit(author=author, commit_message=message, commit_extra_info=json.dumps(extra))
                 except CommitConflictError as e:
+                    changed = ", ".join(f"{s}.{n}" for s, n in sorted(touched))
                     raise DbtRuntimeError(
                         f"write-audit-publish: the build could not be published: {e}. Another writer committed a "
-                        "conflicting change while it ran; nothing was published and the files it wrote were "
-                        "removed: run the build again") from None
+                        f"conflicting change while it ran (the build changed {changed}); nothing was published and "
+                        "the files it wrote were removed: run the build again") from None
                 except DuckLakeError as e:  # e.g. the catalog failed while committing (the message says what is known)
                     raise DbtRuntimeError(f"write-audit-publish: publishing the build failed: {e}") from None
                 if snap is not None:
@@ -164,7 +165,12 @@ def build_for(runtime: Runtime, enabled: bool) -> Build | None:
         return None
     from dbt_common.invocation import get_invocation_id
 
-    if _command() not in WAP_COMMANDS:
+    command = _command()
+    if command == "retry":
+        # a failed build published nothing, so retrying only its failed nodes would publish a part of it
+        raise DbtRuntimeError("write-audit-publish: `dbt retry` would publish only the nodes that failed last time "
+                              "(the failed build published nothing): run the whole `dbt build` again")
+    if command not in WAP_COMMANDS:
         return None
     invocation = get_invocation_id()
     with _LOCK:
