@@ -123,7 +123,8 @@ def reference_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 # that no worker is left alone with one at the end, and the modules reading the shared reference lakes come first
 # together, so that one worker's initial batch holds them and builds each lake once.
 _XDIST_FIRST = (
-    "tests/functional/test_writers.py", "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
+    "tests/functional/test_writers.py", "tests/functional/test_write_audit_publish.py",
+    "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
     "tests/support/test_reference_lakes.py",
     "tests/lake/test_maintenance.py", "tests/functional/adapter/test_snapshots.py",
     "tests/functional/test_snapshot_scenarios.py", "tests/functional/test_change_feed.py",
