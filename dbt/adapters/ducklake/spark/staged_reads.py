@@ -45,7 +45,7 @@ def staged_sql(work: LakeWork, schema: str, name: str, spark_sql_tag: str) -> st
     except NoSuchTableError:
         try:
             view = tx.view(schema, name)
-        except Exception:  # noqa: BLE001 - no view of that name either: dropped in the unit
+        except NoSuchTableError:  # no view of that name either: dropped in the unit
             return ABSENT
         return view.tags.get(spark_sql_tag) or view.sql
     columns = ", ".join(f"CAST({ident(c.name)} AS {to_spark(c).simpleString()}) AS {ident(c.name)}"
