@@ -124,7 +124,8 @@ def reference_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 # together, so that one worker's initial batch holds them and builds each lake once. This order needs
 # `--no-loadscope-reorder` (pytest-xdist >= 3.6 otherwise sorts scopes by their number of tests).
 _XDIST_FIRST = (
-    "tests/functional/test_writers.py", "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
+    "tests/functional/test_writers.py", "tests/functional/test_write_audit_publish.py",
+    "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
     "tests/support/test_reference_lakes.py", "tests/spark/test_changes.py",
     "tests/lake/test_maintenance.py", "tests/functional/adapter/test_snapshots.py",
     "tests/functional/test_snapshot_scenarios.py", "tests/functional/test_change_feed.py",

@@ -21,6 +21,7 @@ from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .cursor import DuckLakeCursor
 from .lake.errors import DuckLakeError
+from .publish import Build, build_for
 from .router import Change, RoutingError
 from .runtime import Runtime, SetupError, runtime_for
 from .spark.session import cancel_tagged
@@ -32,9 +33,10 @@ logger = AdapterLogger("DuckLake")
 class DuckLakeHandle:
     """One dbt connection: the shared runtime plus this connection's open unit of work."""
 
-    def __init__(self, runtime: Runtime, creds: DuckLakeCredentials) -> None:
+    def __init__(self, runtime: Runtime, creds: DuckLakeCredentials, build: Build | None = None) -> None:
         self.runtime = runtime
         self.creds = creds
+        self.build = build  # write-audit-publish: every change goes to the invocation's build, published at its end
         self.work: LakeWork | None = None
         self.in_transaction = False
         self._operations: list[str] = []
@@ -53,6 +55,9 @@ class DuckLakeHandle:
     def commit(self) -> None:
         work, ops = self.work, self._operations
         self.work, self._operations, self.in_transaction = None, [], False
+        if self.build is not None:
+            self.build.node_committed((get_node_info() or {}).get("unique_id"))
+            return
         if work is not None:
             self._commit(work, ops)
 
@@ -65,6 +70,8 @@ class DuckLakeHandle:
     def run_change(self, stage: Callable[[LakeWork], int], change: Change) -> int:
         """Stage a change in the open transaction, or commit it on its own outside one."""
         op = f"{change.kind} {change.schema + '.' if change.schema else ''}{change.name or ''}".strip()
+        if self.build is not None:
+            return self.build.stage(stage, (get_node_info() or {}).get("unique_id"), op)
         if self.in_transaction:
             if self.work is None:
                 self.work = LakeWork(self.runtime.spark, self.runtime.lake)
@@ -120,6 +127,11 @@ def provenance(node: dict[str, Any]) -> dict[str, Any]:
             "dbt_version": dbt_version, "adapter": "dbt-ducklake", "adapter_version": adapter_version}
 
 
+def commit_author(creds: DuckLakeCredentials) -> str:
+    """The author of the snapshots dbt commits: the profile's, else the operating system user."""
+    return creds.author or _user()
+
+
 def _user() -> str:
     try:
         return getpass.getuser()
@@ -168,7 +180,7 @@ class DuckLakeConnectionManager(SQLConnectionManager):
             connection.state = ConnectionState.FAIL  # type: ignore[assignment]
             connection.handle = None
             raise DbtRuntimeError(str(e)) from e
-        connection.handle = DuckLakeHandle(rt, creds)
+        connection.handle = DuckLakeHandle(rt, creds, build_for(rt, creds.write_audit_publish))
         connection.state = ConnectionState.OPEN  # type: ignore[assignment]
         return connection
 
@@ -181,6 +193,8 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         handle = connection.handle
         if isinstance(handle, DuckLakeHandle):
             handle.cancelled = True
+            if handle.build is not None:
+                handle.build.cancelled = True  # a cancelled build is never published
             cancel_tagged(handle.runtime.spark, handle.job_tag, lambda: handle.running > 0)
 
     @classmethod

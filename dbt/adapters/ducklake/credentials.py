@@ -43,6 +43,9 @@ class DuckLakeCredentials(Credentials):
     # (dbt scrubs DBT_ENV_SECRET_* values from its logs). Without it and without one in the URL, PostgreSQL's own
     # environment applies (PGPASSWORD, ~/.pgpass). Never shown: `dbt debug` and every message mask it.
     password: str | None = None
+    # write-audit-publish: a `dbt build` (run, seed, snapshot) stages every node's changes and publishes them as ONE
+    # snapshot at its end, only if no model failed and no error-severity test failed (README "Write-audit-publish")
+    write_audit_publish: bool = False
     schema: str = "main"  # type: ignore[assignment]
     database: str | None = None  # type: ignore[assignment]
 

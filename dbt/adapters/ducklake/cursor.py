@@ -100,7 +100,8 @@ class DuckLakeCursor:
         """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning),
         valid inside the block, and the lake names it still reads made current. Not on Spark Connect: its DataFrames
         resolve their views lazily."""
-        if not refs or not is_classic(rt.spark):
+        # statements reading a build's staged state read it whole: the catalog's stats do not know staged files
+        if not refs or not is_classic(rt.spark) or rt.names.reads_staged(refs, default_schema):
             rt.names.refresh(refs, default_schema)
             yield sql
             return

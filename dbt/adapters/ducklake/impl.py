@@ -26,6 +26,7 @@ from . import python_models, time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
+from .credentials import DuckLakeCredentials
 from .lake.scan import row_count
 from .lake.state import LakeState, ci_lookup
 from .relation import DuckLakeRelation
@@ -131,10 +132,26 @@ class DuckLakeAdapter(SparkAdapter):
                 out.append(self.Relation.create(schema=s, identifier=name, type=RelationType.View))
         return out
 
+    def cleanup_connections(self) -> None:
+        """The end of a run: a write-audit-publish build is published (or abandoned) before the connections go."""
+        from .connections import commit_author, provenance
+        from .runtime import existing_runtime
+
+        creds = self.config.credentials
+        rt = existing_runtime(creds) if isinstance(creds, DuckLakeCredentials) else None
+        build = rt.build if rt is not None else None
+        try:
+            if build is not None and not build.finished:
+                build.finish(commit_author(creds), provenance({}))
+        finally:
+            super().cleanup_connections()
+
     def get_columns_in_relation(self, relation: BaseRelation) -> list[SparkColumn]:  # type: ignore[override]
         st = self._state()
         if relation.schema:
-            table = ci_lookup(st.tables, (relation.schema, relation.identifier))
+            build = self._handle().build
+            staged = build.staged_table(relation.schema, relation.identifier or "") if build is not None else None
+            table = staged or ci_lookup(st.tables, (relation.schema, relation.identifier))
             if table is not None:
                 return [SparkColumn(table_database=None, table_schema=relation.schema, table_name=relation.name,
                                     table_type="table", table_owner="", table_stats=None, column=c.name,
@@ -345,6 +362,8 @@ class DuckLakeAdapter(SparkAdapter):
         def load(rel: python_models.Relation) -> Any:
             rt.names.refresh([(rel.schema.lower(), rel.identifier.lower())], h.creds.schema)
             name = f"{self.quote(rel.schema)}.{self.quote(rel.identifier)}"
+            if rt.names.reads_staged([(rel.schema, rel.identifier)]):
+                return rt.spark.table(name)  # a build's staged table: the catalog's stats do not know its files
             # filters on it skip files by catalog statistics, as a SQL model's WHERE does
             return prunable(rt.spark.table(name), name, rt.names.state,
                             lambda refs: rt.names.refresh(refs, h.creds.schema))
@@ -414,4 +433,13 @@ class DuckLakeAdapter(SparkAdapter):
         merge_adjacent_files, flush_inlined_data) with DuckDB's semantics; returns a one-line summary."""
         from .maintenance import run
 
+        if self._handle().build is not None:
+            raise DbtRuntimeError(f"ducklake {operation}: lake maintenance commits snapshots of its own, which a "
+                                  "write-audit-publish build cannot hold back: run it with `dbt run-operation` after "
+                                  "the build")
         return run(self._handle().runtime, operation, **kwargs)
+
+    @available
+    def ducklake_write_audit_publish(self) -> bool:
+        """Whether this invocation stages everything for one publish at its end (write_audit_publish)."""
+        return self._handle().build is not None

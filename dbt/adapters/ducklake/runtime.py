@@ -30,6 +30,7 @@ from .spark.session import build_session, connect_session
 
 if TYPE_CHECKING:
     from .credentials import DuckLakeCredentials
+    from .publish import Build
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Runtime:
     names: LakeNames
     cursors: Cursors = field(default_factory=Cursors)  # change-feed cursors waiting for their model's commit
     server: LocalServer | None = None  # the warm local server this process uses (`master: local-server`)
+    build: Build | None = None  # the invocation's write-audit-publish build (publish.py)
 
 
 _LOCK = threading.Lock()
@@ -77,9 +79,19 @@ def _quiet_spark_logs() -> None:
         layers.setLevel(logging.INFO)
 
 
+def _key(creds: DuckLakeCredentials) -> tuple:
+    return (creds.catalog, os.path.abspath(creds.data_path) if "://" not in creds.data_path else creds.data_path,
+            creds.master, tuple(sorted(creds.spark_config.items())))
+
+
+def existing_runtime(creds: DuckLakeCredentials) -> Runtime | None:
+    """The profile's runtime if this process has one (never starts one)."""
+    with _LOCK:
+        return _RUNTIMES.get(_key(creds))
+
+
 def runtime_for(creds: DuckLakeCredentials) -> Runtime:
-    key = (creds.catalog, os.path.abspath(creds.data_path) if "://" not in creds.data_path else creds.data_path,
-           creds.master, tuple(sorted(creds.spark_config.items())))
+    key = _key(creds)
     with _LOCK:
         rt = _RUNTIMES.get(key)
         if rt is not None and rt.lake is None:

@@ -61,6 +61,7 @@ class Transaction:
         self.committed: Snapshot | None = None
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
+        self._version = 0  # see version
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -106,18 +107,38 @@ class Transaction:
         """The data files staged for a table in this transaction (for engines that must read their own writes)."""
         return [f for op in self._ops if _adds_to(op, schema, name) for f in op.files]  # type: ignore[attr-defined]
 
+    def staged_deletes(self, schema: str, name: str) -> tuple[dict[int, set[int]], set[int]]:
+        """The rows of a table's committed files that this transaction deletes: {data_file_id: positions} and the
+        row ids of inlined rows (for engines that must read their own writes)."""
+        files: dict[int, set[int]] = {}
+        inlined: set[int] = set()
+        for op in self._ops:
+            if getattr(op, "schema", "").lower() != schema.lower() or getattr(op, "table", "").lower() != name.lower():
+                continue
+            if isinstance(op, ops.DeleteRows):
+                files.setdefault(op.data_file_id, set()).update(op.positions)
+            elif isinstance(op, ops.DeleteInlinedRows):
+                inlined.update(op.row_ids)
+        return files, inlined
+
     def replace_staged_files(self, schema: str, name: str, files: Iterable[DataFileSpec]) -> None:
         """Swap the files staged for a table created in this transaction (copy-on-write inside the transaction:
         nothing was committed, so nothing needs a delete file). The caller removes the old files."""
         if not self.is_new_table(schema, name):
             raise ValueError(f"{schema}.{name} was not created in this transaction: change it with deletes")
         self._ops = [op for op in self._ops if not _adds_to(op, schema, name)]
+        self._version += 1
         files = tuple(files)
         if files:
             self.add_data_files(schema, name, files)
 
     def has_schema(self, name: str) -> bool:
         return any(s.lower() == name.lower() for s in self._staged.schemas)
+
+    @property
+    def version(self) -> int:
+        """Changes with every operation staged or unstaged (what a reader of the staged state caches by)."""
+        return self._version
 
     @property
     def is_empty(self) -> bool:
@@ -133,6 +154,7 @@ class Transaction:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         self._bind(op)
         self._record(op)
+        self._version += 1
 
     def _record(self, op: ops.Operation) -> None:
         """Apply a (bound) operation to the staged view, or note what a data operation touches, and keep it."""
@@ -222,6 +244,7 @@ class Transaction:
                 self._bind(op)
             self._record(op)
         self.unreferenced_files.extend(files)
+        self._version += 1
         return True
 
     def _bind(self, op: ops.Operation) -> None:

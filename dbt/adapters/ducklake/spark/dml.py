@@ -294,6 +294,11 @@ def _target_rows_sql(spark: SparkSession, state: LakeState, info: TableInfo,
     return TargetRows("\nUNION ALL\n".join(parts))
 
 
+def live_rows(spark: SparkSession, state: LakeState, info: TableInfo) -> TargetRows | None:
+    """A table's live rows with their locators (see TargetRows); None when it has no row."""
+    return _target_rows_sql(spark, state, info)
+
+
 def _no_rows(info: TableInfo) -> TargetRows:
     """An empty target (no file, no inlined row) with the columns of _target_rows_sql."""
     nulls = ", ".join([f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS]

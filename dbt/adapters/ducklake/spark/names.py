@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
+from typing import Protocol
 
 import sqlglot
 from pyspark.sql import SparkSession
@@ -47,6 +48,15 @@ def table_refs(sql: str) -> set[tuple[str, str]]:
     return refs
 
 
+class StagedReader(Protocol):
+    """An open unit of work whose staged state statements must read (a build published as one snapshot)."""
+
+    @property
+    def touched(self) -> Collection[tuple[str, str]]: ...
+
+    def read_sql(self, schema: str, name: str) -> str | None: ...
+
+
 class LakeNames:
     """The Spark views standing for one lake's tables and views (one per lake and SparkSession, thread-safe)."""
 
@@ -60,6 +70,16 @@ class LakeNames:
         self._table_sql: dict[int, tuple[str, float]] = {}
         self._registered: dict[tuple[str, str], str] = {}  # (schema, name) lower -> SQL of the Spark view
         self._absent: dict[tuple[str, str], int] = {}  # Connect: not a lake object, server's view dropped at snapshot
+        # while set, the objects it changed resolve to its staged state (staged_reads), not the latest snapshot
+        self.staged: StagedReader | None = None
+
+    def reads_staged(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None) -> bool:
+        """Whether any of the names is an object the staged unit changed."""
+        staged = self.staged
+        if staged is None:
+            return False
+        touched = staged.touched
+        return any(((s or default_schema or "").lower(), n.lower()) in touched for s, n in refs)
 
     def state(self) -> LakeState:
         """The lake at its latest snapshot (re-read only when a new snapshot exists). A snapshot is known by its id
@@ -129,11 +149,36 @@ class LakeNames:
             if self._registered.pop(key, None) is not None or self._exists(schema):
                 self.spark.sql(f"DROP VIEW IF EXISTS {ident(schema)}.{ident(name)}")
 
+    def _refresh_staged(self, st: LakeState, schema: str, name: str) -> bool:
+        """Register the object as the staged unit has it; False when the unit did not change it."""
+        from .staged_reads import ABSENT
+
+        assert self.staged is not None
+        sql = self.staged.read_sql(schema, name)
+        if sql is None:
+            return False
+        key = (schema.lower(), name.lower())
+        if sql == ABSENT:
+            if key in self._registered:
+                self.forget(schema, name)
+            return True
+        for ref in table_refs(sql):  # a staged view: what it reads must resolve too (a table's SQL reads files)
+            if ref != key and (ref in self.staged.touched or ci_lookup(st.tables, ref) is not None
+                               or ci_lookup(st.views, ref) is not None):
+                self._refresh_one(st, *ref)
+        if self._registered.get(key) != sql:
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(schema)}")
+            create_view(self.spark, f"{ident(schema)}.{ident(name)}", sql, f"{schema}.{name} (staged)", st.snapshot_id)
+            self._registered[key] = sql
+        return True
+
     def _exists(self, schema: str) -> bool:
         return any(d.name.lower() == schema.lower() for d in self.spark.catalog.listDatabases())
 
     def _refresh_one(self, st: LakeState, schema: str, name: str) -> None:
         key = (schema.lower(), name.lower())
+        if self.staged is not None and self._refresh_staged(st, schema, name):
+            return
         table = ci_lookup(st.tables, (schema, name))
         view = ci_lookup(st.views, (schema, name)) if table is None else None
         if table is not None:

@@ -48,6 +48,8 @@ class LakeWork:
         self.tx: Transaction = lake.transaction()
         self.touched: set[tuple[str, str]] = set()  # (schema, name) of changed objects, lower case
         self._cloned: set[tuple[str, str]] = set()  # tables cloned in this unit: their files are staged at commit
+        self._scratch: str | None = None  # see scratch_dir
+        self._read_sql: dict[tuple[str, str], tuple[int, str | None]] = {}  # see read_sql
 
     @property
     def is_empty(self) -> bool:
@@ -69,6 +71,36 @@ class LakeWork:
 
     def _touch(self, schema: str, name: str) -> None:
         self.touched.add((schema.lower(), name.lower()))
+
+    # reading the staged state ---------------------------------------------------------------------------------
+    def read_sql(self, schema: str, name: str) -> str | None:
+        """Spark SQL of an object as this unit has it (staged_reads.staged_sql): None when the unit did not change
+        it, staged_reads.ABSENT when it dropped it. Cached while nothing more is staged."""
+        from .staged_reads import staged_sql
+
+        key = (schema.lower(), name.lower())
+        hit = self._read_sql.get(key)
+        if hit is not None and hit[0] == self.tx.version:
+            return hit[1]
+        sql = staged_sql(self, schema, name, SPARK_SQL_TAG)
+        self._read_sql[key] = (self.tx.version, sql)
+        return sql
+
+    def scratch_dir(self) -> str:
+        """A directory in the data path for files that only reads of the staged state use: removed with the unit."""
+        if self._scratch is None:
+            from .staged_reads import SCRATCH_PREFIX
+
+            self._scratch = os.path.join(to_local(self.lake.data_path), f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}")
+            os.makedirs(self._scratch, exist_ok=True)
+        return self._scratch
+
+    def _drop_scratch(self) -> None:
+        if self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     # DDL -------------------------------------------------------------------------------------------------------
     # Objects created, dropped or renamed are touched (their Spark names are refreshed after the commit, and DML
@@ -344,7 +376,10 @@ class LakeWork:
         self.tx.author = author if author is not None else self.tx.author
         self.tx.commit_message = commit_message if commit_message is not None else self.tx.commit_message
         self.tx.commit_extra_info = commit_extra_info if commit_extra_info is not None else self.tx.commit_extra_info
-        return self.tx.commit()
+        try:
+            return self.tx.commit()
+        finally:
+            self._drop_scratch()
 
     def discard_unreferenced(self) -> None:
         """Remove the files staged for objects this unit created and then dropped or replaced: the transaction
@@ -357,3 +392,4 @@ class LakeWork:
     def rollback(self) -> None:
         """Discard everything staged, and the files written for it."""
         self.tx.abandon()
+        self._drop_scratch()

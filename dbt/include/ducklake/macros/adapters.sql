@@ -98,14 +98,18 @@
 
 {#- The end of every materialization: docs, post-hooks, then ONE commit for the model's snapshot. A table model with
     `ducklake_compact: true` (or a dict of ducklake_merge_adjacent_files arguments) then merges its small files, as
-    DuckDB's ducklake_merge_adjacent_files does (a snapshot of its own; time travel unchanged). -#}
+    DuckDB's ducklake_merge_adjacent_files does (a snapshot of its own; time travel unchanged), except in a
+    write-audit-publish build (one snapshot for everything). -#}
 {% macro ducklake_finish(relation, for_columns=true) -%}
   {% do persist_docs(relation, model, for_columns=for_columns) %}
   {% do apply_grants(relation, config.get('grants'), should_revoke=false) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {{ adapter.commit() }}
   {%- set compact = config.get('ducklake_compact') -%}
-  {%- if compact and relation.type != 'view' -%}
+  {%- if compact and relation.type != 'view' and adapter.ducklake_write_audit_publish() -%}
+    {% do log("ducklake_compact of " ~ relation ~ " skipped: a write-audit-publish build publishes one snapshot "
+              ~ "(compact with dbt run-operation ducklake_merge_adjacent_files after it)", info=true) %}
+  {%- elif compact and relation.type != 'view' -%}
     {%- set args = compact if compact is mapping else {} -%}
     {% do ducklake_merge_adjacent_files(schema=relation.schema, table=relation.identifier,
                                         target_file_size=args.get('target_file_size'),
