@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.lake import DuckLake, paths
 from dbt.adapters.ducklake.spark import changes, dml, scan, write
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.support.reference import attached
@@ -106,14 +106,22 @@ def test_each_type_reads_as_documented_and_copies_back(spark: SparkSession, sour
                 assert got == expected + [(i + 100, v) for i, v in expected], copy
 
 
-# "footer": every file read by the footer-based path (name-mapped files, remote storage), with its own explicit schema
-READERS = pytest.mark.parametrize("reader", ["manifest", "footer"])
+# "footer": every file read by the footer-based path (name-mapped files, remote storage), with its own explicit schema;
+# "remote": every file taken as remote (as s3:// would be): the footer-based path, and files Spark cannot open (DuckDB's
+# GEOMETRY / VARIANT) read through copies Spark makes from their bytes (spark/remote_readable.py), not the driver
+READERS = pytest.mark.parametrize("reader", ["manifest", "footer", "remote"])
+
+
+def _use(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    if reader == "remote":
+        monkeypatch.setattr(paths, "is_local", lambda path: False)
 
 
 @READERS
 def test_values_as_spark_shows_them(spark: SparkSession, source: str, reader: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    _use(reader, monkeypatch)
     state = DuckLake.open(source).snapshot()
     for suffix in ("", "_inl"):
         def rows(name: str) -> list[Any]:
@@ -140,7 +148,7 @@ def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """All types in one table: a query of some columns reads them; GEOMETRY and VARIANT files (which Spark 4.0 cannot
     open) are read through readable copies, and a table whose files predate the column reads."""
-    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    _use(reader, monkeypatch)
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     cols = ", ".join(f"c_{n} {t}" for n, (t, _) in TYPES.items())
     values = ", ".join(v[0] for _, v in TYPES.values())
@@ -196,7 +204,7 @@ VARIANTS = ["42::VARIANT", "'text'::VARIANT", "{'k': [1, 2], 'z': 'q'}::VARIANT"
 def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: SparkSession, tmp_path: Path,
                                                                        reader: str,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    _use(reader, monkeypatch)
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     n = max(len(GEOMETRIES), len(VARIANTS))
     rows = ", ".join(f"({i}, {GEOMETRIES[i] if i < len(GEOMETRIES) else 'NULL'}, "
