@@ -29,6 +29,7 @@ import hashlib
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,6 +39,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type
 
 from ..lake import wkb
+from ..lake.errors import DuckLakeError
 from ..lake.paths import join_path
 from ..lake.records import Column
 from . import readable
@@ -227,32 +229,38 @@ def ensure_copies(spark: SparkSession, root: str, files: Sequence[tuple[str, int
         with _lock:
             missing = [f for f in missing if keys[f[0]] not in _known]
     if missing:
-        job = join_path(base, f"s{uuid.uuid4().hex}")
         by_layout: dict[str, list[tuple[str, int, pa.Schema]]] = {}
         for f in missing:
             by_layout.setdefault(str(copy_schema(f[2], geometry)), []).append(f)
+        parts = [part for group in by_layout.values() for part in _unique_names(group)]
         _by_value()
-        for group in by_layout.values():
-            for part in _unique_names(group):
-                schema = copy_schema(part[0][2], geometry)
-                paths = [p for p, _, _ in part]
-                # binaryFile's path is Hadoop's qualified form of the URI (file:/x for file:///x): match by file name
-                names = F.create_map(*[x for p in paths for x in (F.lit(p.rpartition("/")[2]), F.lit(keys[p]))])
-                raw = spark.read.format("binaryFile").load(paths).select(
-                    "content", F.element_at(names, F.element_at(F.split("path", "/"), -1)).alias(COPY))
-                rows = raw.mapInArrow(lambda it, s=schema, g=geometry: decode_batches(it, s, g), spark_schema(schema))
-                # sorted by (file, position), a total order: each file's rows reach its one output file in order
-                rows.sortWithinPartitions(COPY, POS_COLUMN).write.partitionBy(COPY).parquet(job)
-                job = join_path(base, f"s{uuid.uuid4().hex}")
+        # a Spark job per footer layout (DuckDB shreds each file's variants its own way): run side by side
+        with ThreadPoolExecutor(max_workers=min(4, len(parts))) as pool:
+            list(pool.map(lambda part: _copy(spark, base, part, keys, geometry), parts))
         _list(spark, base)
     out = {}
     with _lock:
         for p, _, _ in files:
             hit = _known.get(keys[p])
             if hit is None:
-                raise RuntimeError(f"no readable copy of {p} was found under {base} after making it")
+                raise DuckLakeError(f"no readable copy of {p} was found under {base} after making it")
             out[p] = hit
     return out
+
+
+def _copy(spark: SparkSession, base: str, files: list[tuple[str, int, pa.Schema]], keys: dict[str, str],
+          geometry: set[int]) -> None:
+    """One Spark job copying files of one layout (distinct file names) into a new job directory under base."""
+    schema = copy_schema(files[0][2], geometry)
+    paths = [p for p, _, _ in files]
+    # binaryFile's path is Hadoop's qualified form of the URI (file:/x for file:///x): matched by file name
+    names = F.create_map(*[x for p in paths for x in (F.lit(p.rpartition("/")[2]), F.lit(keys[p]))])
+    raw = spark.read.format("binaryFile").load(paths).select(
+        "content", F.element_at(names, F.element_at(F.split("path", "/"), -1)).alias(COPY))
+    rows = raw.mapInArrow(lambda it, s=schema, g=geometry: decode_batches(it, s, g), spark_schema(schema))
+    # sorted by (file, position), a total order: each file's rows reach its one output file in order
+    job = join_path(base, f"s{uuid.uuid4().hex}")
+    rows.sortWithinPartitions(COPY, POS_COLUMN).write.partitionBy(COPY).parquet(job)
 
 
 def _unique_names(files: list[tuple[str, int, pa.Schema]]) -> list[list[tuple[str, int, pa.Schema]]]:
