@@ -290,7 +290,8 @@ def test_remote_geometry_and_variant_files_read_through_copies_spark_makes(spark
     _use("remote", monkeypatch)
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     geoms = ", ".join(GEOMETRIES)
-    variants = ", ".join([*VARIANTS, "{'a': [{'b': 1::VARIANT}, {'b': 'x'::VARIANT}], 'c': NULL}::VARIANT", "[[1, 2], []]::VARIANT"])
+    variants = ", ".join([*VARIANTS, "{'a': [{'b': 1::VARIANT}, {'b': 'x'::VARIANT}], 'c': NULL}::VARIANT",
+                          "[[1, 2], []]::VARIANT"])
     with attached(catalog, data_path=str(tmp_path / "data")) as con:
         con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
         con.execute("CALL lake.set_option('parquet_row_group_size', 1000)")  # several row groups in the big file

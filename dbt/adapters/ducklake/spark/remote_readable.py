@@ -28,10 +28,11 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -167,7 +168,7 @@ def _to(arr: pa.Array, t: pa.DataType) -> pa.Array:
         flat = arr.flatten()
         offsets = arr.offsets
         if offsets[0].as_py():
-            offsets = pa.compute.subtract(offsets, offsets[0])
+            offsets = pc.subtract(offsets, offsets[0])
         offsets = offsets.cast(pa.int32())
         return pa.ListArray.from_arrays(offsets, _to(flat, t.value_type), type=t, mask=mask)
     if pa.types.is_map(t):
@@ -179,8 +180,8 @@ def _to(arr: pa.Array, t: pa.DataType) -> pa.Array:
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema, geometry: set[int]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow function: (path, content, key) rows of binaryFile to the files' rows in the copy schema, in file
-    order, with their positions and the source's key (one row group decoded at a time)."""
+    """mapInArrow function: binaryFile's (content, key) rows to the files' rows in the copy schema, in file order,
+    with their positions and the source's key (one row group decoded at a time)."""
     for batch in batches:
         contents, keys = batch.column("content"), batch.column(COPY)
         for i in range(batch.num_rows):
@@ -200,6 +201,11 @@ def decode_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema, geometr
                 arrays.append(pa.array([keys[i].as_py()] * t.num_rows, pa.string()))
                 pos += t.num_rows
                 yield pa.RecordBatch.from_arrays(arrays, schema=pa.schema([*schema, pa.field(COPY, pa.string())]))
+
+
+def decoder(schema: pa.Schema, geometry: set[int]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of one copy job (pickled by value with this module, see `_by_value`)."""
+    return lambda batches: decode_batches(batches, schema, geometry)
 
 
 # ---------------------------------------------------------------------------------------------- copies
@@ -257,7 +263,7 @@ def _copy(spark: SparkSession, base: str, files: list[tuple[str, int, pa.Schema]
     names = F.create_map(*[x for p in paths for x in (F.lit(p.rpartition("/")[2]), F.lit(keys[p]))])
     raw = spark.read.format("binaryFile").load(paths).select(
         "content", F.element_at(names, F.element_at(F.split("path", "/"), -1)).alias(COPY))
-    rows = raw.mapInArrow(lambda it, s=schema, g=geometry: decode_batches(it, s, g), spark_schema(schema))
+    rows = raw.mapInArrow(decoder(schema, geometry), spark_schema(schema))
     # sorted by (file, position), a total order: each file's rows reach its one output file in order
     job = join_path(base, f"s{uuid.uuid4().hex}")
     rows.sortWithinPartitions(COPY, POS_COLUMN).write.partitionBy(COPY).parquet(job)
