@@ -30,6 +30,7 @@ EXPECTED_SQL = ("SELECT id, g::VARCHAR, CASE WHEN v IS NULL THEN NULL ELSE v::JS
 def _lake(root: Path) -> tuple[str, list[list]]:
     """A DuckDB lake with one table gv (id, g GEOMETRY, v VARIANT) in two files and a delete; DuckDB's rows."""
     catalog = f"ducklake:{root / 'cat.ducklake'}"
+    root.mkdir(parents=True, exist_ok=True)
     with reference.attached(catalog, data_path=str(root / "data")) as con:
         con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
         con.execute("CREATE TABLE lake.gv (id INTEGER, g GEOMETRY, v VARIANT)")
