@@ -5,6 +5,7 @@ the sources (TIMESTAMP_NS at microseconds, TIMETZ as its UTC time: README "Colum
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,3 +177,9 @@ class TestGeometryVariantOnRemoteStorage(TestGeometryVariantAndSchemaChange):
     @pytest.fixture(autouse=True)
     def remote(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(paths, "is_local", lambda path: False)
+
+    def test_copies_and_added_columns(self, project: Any) -> None:
+        super().test_copies_and_added_columns(project)
+        data = Path(project.adapter.config.credentials.data_path)
+        assert list(data.glob("_ducklake_spark/t*/readable/s*/__ducklake_copy=*/*.parquet"))  # made by Spark
+        assert not list(data.glob("_ducklake_spark/t*/readable/*.parquet"))  # none by the driver

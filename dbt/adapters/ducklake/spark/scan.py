@@ -253,17 +253,22 @@ def readable_files(spark: SparkSession, data_path: str, table: TableInfo, files:
     if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
         return list(files)
     out = list(files)
+    local: dict[int, Encoding] = {}
     remote: list[int] = []
     for i, f in enumerate(files):
         enc = file_encoding(_physical_schema(f.path, f.file_size_bytes), table.columns)
         if unopenable(enc, table.columns) is None:
             continue
-        if not paths.is_local(f.path):
+        if paths.is_local(f.path):
+            local[i] = enc
+        else:
             remote.append(i)
-            continue
-        target = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
-                                       [(f.path, f.file_size_bytes, enc)])[f.path]
-        out[i] = dataclasses.replace(f, path=target, file_size_bytes=os.path.getsize(target))
+    if local:  # one call: the missing copies are made in parallel
+        targets = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
+                                        [(files[i].path, files[i].file_size_bytes, e) for i, e in local.items()])
+        for i in local:
+            target = targets[files[i].path]
+            out[i] = dataclasses.replace(files[i], path=target, file_size_bytes=os.path.getsize(target))
     if remote:
         wanted = list(dict.fromkeys((files[i].path, files[i].file_size_bytes) for i in remote))
         made = remote_readable.ensure_copies(
