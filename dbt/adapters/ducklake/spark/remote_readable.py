@@ -18,7 +18,8 @@ so processes share copies; two processes racing on one file each make one and ei
 Values read as the local path's copies (spark/readable.py) read; other columns are carried in the types Spark holds
 as `type_readings.file_reading_schema` reads them (UUID/INTERVAL as bytes, TIME as ticks, TIMESTAMP(NANOS) as
 nanoseconds, unsigned integers widened), so the footer-based projections apply unchanged.
-Memory: an executor holds one whole file's bytes (binaryFile's limit: 2 GiB per file) and one decoded row group.
+Memory: a task holds the bytes of the files Spark packs into its partition (`spark.sql.files.maxPartitionBytes`, or
+one larger file: binaryFile's limit is 2 GiB) and decodes one row group at a time; the sort spills to disk.
 Remote copies are not removed by this adapter (local ones are, after an hour unused): `ducklake_delete_orphaned_files`
 never touches `_ducklake_spark/`; remove the folder when no query runs.
 """
