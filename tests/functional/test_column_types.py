@@ -5,11 +5,13 @@ the sources (TIMESTAMP_NS at microseconds, TIMETZ as its UTC time: README "Colum
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.ducklake.lake import paths
 from tests.support import reference
 
 SOURCES = {
@@ -165,3 +167,19 @@ class TestGeometryVariantAndSchemaChange:
                                    "INTERVAL '1 month 2 days' + to_microseconds(id) FROM lake.src.gv "
                                    "ORDER BY 1").fetchall()
                 assert rows == want, model
+
+
+class TestGeometryVariantOnRemoteStorage(TestGeometryVariantAndSchemaChange):
+    """The same models with every data file taken as remote (as on s3://, which the driver does not open): DuckDB's
+    GEOMETRY / VARIANT files are read through copies Spark makes from their bytes (spark/remote_readable.py);
+    geo_others selects only the other columns."""
+
+    @pytest.fixture(autouse=True)
+    def remote(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(paths, "is_local", lambda path: False)
+
+    def test_copies_and_added_columns(self, project: Any) -> None:
+        super().test_copies_and_added_columns(project)
+        data = Path(project.adapter.config.credentials.data_path)
+        assert list(data.glob("_ducklake_spark/t*/readable/s*/__ducklake_copy=*/*.parquet"))  # made by Spark
+        assert not list(data.glob("_ducklake_spark/t*/readable/*.parquet"))  # none by the driver

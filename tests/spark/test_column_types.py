@@ -9,11 +9,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import changes, dml, scan, write
+from dbt.adapters.ducklake.lake import DuckLake, paths
+from dbt.adapters.ducklake.spark import changes, dml, remote_readable, scan, write
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.support.reference import attached
 
@@ -106,14 +107,22 @@ def test_each_type_reads_as_documented_and_copies_back(spark: SparkSession, sour
                 assert got == expected + [(i + 100, v) for i, v in expected], copy
 
 
-# "footer": every file read by the footer-based path (name-mapped files, remote storage), with its own explicit schema
-READERS = pytest.mark.parametrize("reader", ["manifest", "footer"])
+# "footer": every file read by the footer-based path (name-mapped files, remote storage), with its own explicit schema;
+# "remote": every file taken as remote (as s3:// would be): the footer-based path, and files Spark cannot open (DuckDB's
+# GEOMETRY / VARIANT) read through copies Spark makes from their bytes (spark/remote_readable.py), not the driver
+READERS = pytest.mark.parametrize("reader", ["manifest", "footer", "remote"])
+
+
+def _use(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    if reader == "remote":
+        monkeypatch.setattr(paths, "is_local", lambda path: False)
 
 
 @READERS
 def test_values_as_spark_shows_them(spark: SparkSession, source: str, reader: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    _use(reader, monkeypatch)
     state = DuckLake.open(source).snapshot()
     for suffix in ("", "_inl"):
         def rows(name: str) -> list[Any]:
@@ -140,7 +149,7 @@ def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """All types in one table: a query of some columns reads them; GEOMETRY and VARIANT files (which Spark 4.0 cannot
     open) are read through readable copies, and a table whose files predate the column reads."""
-    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    _use(reader, monkeypatch)
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     cols = ", ".join(f"c_{n} {t}" for n, (t, _) in TYPES.items())
     values = ", ".join(v[0] for _, v in TYPES.values())
@@ -196,7 +205,7 @@ VARIANTS = ["42::VARIANT", "'text'::VARIANT", "{'k': [1, 2], 'z': 'q'}::VARIANT"
 def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: SparkSession, tmp_path: Path,
                                                                        reader: str,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan, "USE_MANIFESTS", reader == "manifest")
+    _use(reader, monkeypatch)
     catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
     n = max(len(GEOMETRIES), len(VARIANTS))
     rows = ", ".join(f"({i}, {GEOMETRIES[i] if i < len(GEOMETRIES) else 'NULL'}, "
@@ -271,3 +280,49 @@ def test_name_mapped_files_read_every_type(spark: SparkSession, tmp_path: Path) 
     assert [(r.id, r.u, r.t, r.ns) for r in rows] == expected
     assert rows[0].iv.asDict() == {"months": 14, "days": 2, "micros": 3_000_000}
     assert [tuple(r) for r in read_table(spark, state, info).select("id").collect()] == [(1,)]
+
+
+def test_remote_geometry_and_variant_files_read_through_copies_spark_makes(spark: SparkSession, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files taken as remote (the driver never opens them for the decode): Spark reads their bytes, decodes them and
+    writes one copy per file under the table's _ducklake_spark/ folder; several files and row groups, NULLs, nested
+    variants, every geometry kind, deletes after the insert; a query of the other columns; the copies are reused."""
+    _use("remote", monkeypatch)
+    catalog = f"ducklake:{tmp_path / 'cat.ducklake'}"
+    geoms = ", ".join(GEOMETRIES)
+    variants = ", ".join([*VARIANTS, "{'a': [{'b': 1::VARIANT}, {'b': 'x'::VARIANT}], 'c': NULL}::VARIANT",
+                          "[[1, 2], []]::VARIANT"])
+    with attached(catalog, data_path=str(tmp_path / "data")) as con:
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        con.execute("CALL lake.set_option('parquet_row_group_size', 1000)")  # several row groups in the big file
+        con.execute("CREATE TABLE lake.rg (id INTEGER, s VARCHAR, g GEOMETRY, v VARIANT, uu UUID)")
+        con.execute(f"INSERT INTO lake.rg SELECT i, 's' || i, CASE WHEN i % 7 = 3 THEN NULL ELSE "
+                    f"([{geoms}])[i % {len(GEOMETRIES)} + 1]::GEOMETRY END, CASE WHEN i % 5 = 4 THEN NULL ELSE "
+                    f"([{variants}])[i % {len(VARIANTS) + 2} + 1] END, uuid() FROM range(6000) t(i)")
+        con.execute("INSERT INTO lake.rg SELECT i, NULL, ('POINT (' || i || ' 0.5)')::GEOMETRY, "
+                    "{'n': i, 'l': [i, NULL]}::VARIANT, NULL FROM range(6000, 6010) t(i)")
+        con.execute("INSERT INTO lake.rg VALUES (7000, 'last', NULL, NULL, NULL)")
+        con.execute("DELETE FROM lake.rg WHERE id % 997 = 1 OR id IN (6003, 7000)")
+        expected = con.execute("SELECT id, s, g::VARCHAR, CASE WHEN v IS NULL THEN NULL ELSE v::JSON::VARCHAR END, "
+                               "uu::VARCHAR FROM lake.rg ORDER BY id").fetchall()
+    state = DuckLake.open(catalog).snapshot()
+    info = state.table("main", "rg")
+    assert len(state.files(info)) >= 2  # (the file of the one row deleted since is dropped)
+    name = scan.register_table(spark, state, info)  # the persistent view dbt models read
+    got = [tuple(r) for r in spark.sql(f"SELECT id, s, g, v, uu FROM {name} ORDER BY id").collect()]
+    assert len(got) == len(expected) and got == [tuple(e) for e in expected]
+    assert [tuple(r) for r in spark.sql(f"SELECT id, s FROM {name} WHERE id > 5990 ORDER BY id").collect()] == \
+        [(e[0], e[1]) for e in expected if e[0] > 5990]
+    root = tmp_path / "data" / "_ducklake_spark" / f"t{info.table_id}" / "readable"
+    jobs = sorted(p.name for p in root.iterdir())
+    copies = sorted(root.glob("s*/__ducklake_copy=*/*.parquet"))
+    assert len(copies) == len(state.files(info))  # a copy per file (a Spark job per footer layout)
+    assert not list(root.glob("*.parquet"))  # and no copy made by the driver
+    for c in copies:  # rows in source order: the row index is the source position (deletes and row ids apply)
+        assert pq.read_table(c, columns=[remote_readable.POS_COLUMN]).column(0).to_pylist() == \
+            list(range(pq.ParquetFile(c).metadata.num_rows))
+    # as another process sees them (no copy known in memory): found by listing, reused, no new Spark job
+    monkeypatch.setattr(remote_readable, "_known", {})
+    state = DuckLake.open(catalog).snapshot()
+    assert read_table(spark, state, state.table("main", "rg")).count() == len(expected)
+    assert sorted(p.name for p in root.iterdir()) == jobs

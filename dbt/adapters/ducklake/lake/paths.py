@@ -37,6 +37,12 @@ def to_local(path: str) -> str:
     return path
 
 
+def is_local(path: str) -> bool:
+    """Whether a lake path is on the local file system (a plain path or a file:// URI), which the driver reads and
+    links itself; anything else (s3://, gs://, hdfs://, ...) is read by Spark only."""
+    return "://" not in path or path.startswith("file://")
+
+
 def relative_to(path: str, base: str) -> str | None:
     """path relative to the directory base, or None if it is not inside it."""
     b = as_dir(base)

@@ -16,7 +16,7 @@ class WKBError(ValueError):
 
 
 _POINT_LE = b"\x01\x01\x00\x00\x00"  # a little-endian 2D point, the common case: read without the general parser
-_XY = struct.Struct("<dd")
+_XY = "<dd"  # a format, not a struct.Struct: the module is shipped to Spark executors by value (pickled)
 
 
 def to_wkt(data: bytes) -> str:
@@ -26,7 +26,7 @@ def to_wkt(data: bytes) -> str:
         WKBError: the bytes are not WKB of a geometry DuckDB has.
     """
     if len(data) == 21 and data[:5] == _POINT_LE:
-        x, y = _XY.unpack_from(data, 5)
+        x, y = struct.unpack_from(_XY, data, 5)
         if x != x and y != y:  # both NaN
             return "POINT EMPTY"
         return f"POINT ({_number(x)} {_number(y)})"

@@ -14,16 +14,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.changes import FileDeletions, FileInsertions, plan_changes
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
-from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
 from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask
 from . import manifest, scan
 from .projection import physical_schema, projection
-from .scan import POS, file_uri, footer_relation, readable_file
+from .scan import POS, file_uri, footer_relation, readable_files
 from .sql_literals import ident, literal
-from .type_readings import Encoding, unopenable_message
+from .type_readings import Encoding
 
 
 def table_changes(spark: SparkSession, lake: DuckLake, schema: str, table: str, start: int | dt.datetime,
@@ -54,11 +53,13 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
         f.data_file.mapping_id is not None for f in ins_rest) or any(
         f.data_file.mapping_id is not None for f in del_rest) else {}
     names = ", ".join(ident(c.name) for c in cols)
+    # files Spark cannot open (DuckDB's GEOMETRY / VARIANT) as their readable copies, remote ones made in one job
+    originals = [i.data_file for i in ins_rest] + [d.data_file for d in del_rest]
+    copies = dict(zip((id(f) for f in originals), readable_files(spark, lake.data_path, plan.table, originals),
+                      strict=True))
+
     def readable(f: DataFile) -> DataFile:
-        f, blocked = readable_file(lake.data_path, plan.table, f)
-        if blocked is not None:
-            raise DuckLakeError(unopenable_message(f"{schema}.{table}", blocked))
-        return f
+        return copies[id(f)]
 
     for ins in ins_rest:
         f = readable(ins.data_file)

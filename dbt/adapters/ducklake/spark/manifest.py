@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from ..lake import paths
 from ..lake.deletes import POS_FIELD_ID, ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID, read_delete_arrays
 from ..lake.maintenance import SPARK_MANIFESTS
 from ..lake.paths import to_local
@@ -72,9 +73,8 @@ def linkable(task: FileScanTask, defaults: Sequence[Column]) -> bool:
     f = task.data_file
     if defaults and not f.stats:
         return False
-    local = "://" not in f.path or f.path.startswith("file://")
     d = f.delete_file
-    return local and task.mapping is None and (d is None or "://" not in d.path or d.path.startswith("file://"))
+    return paths.is_local(f.path) and task.mapping is None and (d is None or paths.is_local(d.path))
 
 
 @dataclass(frozen=True)

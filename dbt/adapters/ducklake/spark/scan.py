@@ -20,14 +20,17 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from ..lake import paths
 from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..lake.errors import DuckLakeError
 from ..lake.inlined import read_inlined
+from ..lake.maintenance import SPARK_MANIFESTS
+from ..lake.paths import join_path
 from ..lake.pruning import Predicate
 from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.state import LakeState
-from . import manifest
+from . import manifest, remote_readable
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
 from .sql_literals import ident, literal, string_literal
@@ -37,7 +40,6 @@ from .type_readings import (
     file_encoding,
     file_reading_schema,
     unopenable,
-    unopenable_message,
     varying,
 )
 from .types import spark_schema
@@ -109,54 +111,58 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
         out += [_manifest_sql(name, present, enc, m.deletes, table, plan.snapshot_id, partial, locators)
                 for name, present, enc in m.data]
     if rest:
-        rest, failing = _readable_tasks(state.data_path, table, rest)
-        if failing is not None:
-            extra = [f"CAST(NULL AS BIGINT) AS {c}" for c in LOCATORS] if locators else []
-            out.append(_failing_sql(table, failing, extra))
+        rest = _readable_tasks(spark, state.data_path, table, rest)
         legacy = ScanPlan(plan.table, plan.snapshot_id, tuple(rest))
         out += [group_sql(g, plan.snapshot_id, locators=locators, spark=spark)
                 for g in file_groups(table.columns, legacy, keyed=locators)]
     return out
 
 
-def _readable_tasks(data_path: str, table: TableInfo, tasks: list[FileScanTask]
-                    ) -> tuple[list[FileScanTask], Column | None]:
-    """Tasks of the footer-based path with each local file Spark cannot open (GEOMETRY/VARIANT written by DuckDB)
-    replaced by its readable copy (spark/readable.py; same rows, positions and field ids); a remote one is left out
-    and its column returned (the read fails naming it)."""
+def _readable_tasks(spark: SparkSession, data_path: str, table: TableInfo, tasks: list[FileScanTask]
+                    ) -> list[FileScanTask]:
+    """Tasks of the footer-based path with each file Spark cannot open (GEOMETRY/VARIANT written by DuckDB) replaced
+    by its readable copy (same rows, positions and field ids): spark/readable.py for local files,
+    spark/remote_readable.py (made by Spark) for remote ones."""
+    files = readable_files(spark, data_path, table, [t.data_file for t in tasks])
+    return [t if files[i] is t.data_file else dataclasses.replace(t, data_file=files[i]) for i, t in enumerate(tasks)]
+
+
+def readable_files(spark: SparkSession, data_path: str, table: TableInfo, files: Sequence[DataFile]) -> list[DataFile]:
+    """The data files as the footer-based path reads them: each itself, or where Spark cannot open it (GEOMETRY /
+    VARIANT written by DuckDB) its readable copy, local (made here) or remote (made by Spark, one job for all)."""
     if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
-        return tasks, None
-    out, failing = [], None
-    for t in tasks:
-        f, col = readable_file(data_path, table, t.data_file)
-        if col is not None:
-            failing = failing or col
+        return list(files)
+    out = list(files)
+    local: dict[int, Encoding] = {}
+    remote: list[int] = []
+    for i, f in enumerate(files):
+        enc = file_encoding(physical_schema(f.path, f.file_size_bytes), table.columns)
+        if unopenable(enc, table.columns) is None:
+            continue
+        if paths.is_local(f.path):
+            local[i] = enc
         else:
-            out.append(t if f is t.data_file else dataclasses.replace(t, data_file=f))
-    return out, failing
+            remote.append(i)
+    if local:  # one call: the missing copies are made in parallel
+        targets = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
+                                        [(files[i].path, files[i].file_size_bytes, e) for i, e in local.items()])
+        for i in local:
+            target = targets[files[i].path]
+            out[i] = dataclasses.replace(files[i], path=target, file_size_bytes=os.path.getsize(target))
+    if remote:
+        wanted = list(dict.fromkeys((files[i].path, files[i].file_size_bytes) for i in remote))
+        made = remote_readable.ensure_copies(
+            spark, remote_root(data_path, table.table_id),
+            [(p, s, physical_schema(p, s)) for p, s in wanted], table.columns)
+        for i in remote:
+            path, size = made[files[i].path]
+            out[i] = dataclasses.replace(files[i], path=path, file_size_bytes=size)
+    return out
 
 
-def readable_file(data_path: str, table: TableInfo, f: DataFile) -> tuple[DataFile, Column | None]:
-    """The data file as the footer-based path reads it: itself, or where Spark cannot open it (GEOMETRY/VARIANT
-    written by DuckDB) its readable copy; for a remote such file, itself and the column that blocks it."""
-    if not any(c.type in UNOPENABLE for top in table.columns for c in top.walk()):
-        return f, None
-    enc = file_encoding(physical_schema(f.path, f.file_size_bytes), table.columns)
-    col = unopenable(enc, table.columns)
-    if col is None:
-        return f, None
-    if "://" in f.path and not f.path.startswith("file://"):
-        return f, col
-    target = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
-                                   [(f.path, f.file_size_bytes, enc)])[f.path]
-    return dataclasses.replace(f, path=target, file_size_bytes=os.path.getsize(target)), None
-
-
-def _failing_sql(table: TableInfo, col: Column, extra: Sequence[str]) -> str:
-    """A SELECT (extra columns, then the table's) that fails naming the column Spark cannot open files of."""
-    msg = string_literal(unopenable_message(f"{table.schema_name}.{table.name}", col))
-    nulls = [*extra, *(f"{literal(None, c)} AS {ident(c.name)}" for c in table.columns)]
-    return f"SELECT {', '.join(nulls)} FROM range(1) WHERE raise_error({msg}) IS NULL"
+def remote_root(data_path: str, table_id: int) -> str:
+    """The URI of a table's folder of remote readable copies (next to its local manifests' folder)."""
+    return join_path(file_uri(data_path), f"{SPARK_MANIFESTS}/t{table_id}")
 
 
 def footer_relation(spark: SparkSession | None, source: str, schema: pa.Schema) -> str:

@@ -44,10 +44,15 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     Raises:
         ValueError: user conf contradicts a setting the layer needs.
     """
+    # Python workers (mapInArrow: remote readable copies, spark/remote_readable.py) run PYSPARK_PYTHON, which PySpark
+    # reads from the environment only (the spark.pyspark.python setting does not reach them): this interpreter has
+    # pyarrow; an explicit PYSPARK_PYTHON wins
+    python = (conf or {}).get("spark.pyspark.python", sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", python)
     if log_file is not None:
         _start_quiet_driver(log_file, conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {**DEFAULT_CONF, "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+    settings = {**DEFAULT_CONF, "spark.pyspark.python": python, "spark.pyspark.driver.python": sys.executable}
     for key, value in (conf or {}).items():
         if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
             raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")

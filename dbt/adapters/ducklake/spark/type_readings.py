@@ -67,7 +67,8 @@ def encoding_kind(type_: str, t: pa.DataType) -> str:
     if type_ in ("int128", "uint128"):
         return "double" if pa.types.is_floating(t) else "decimal"
     if type_ == "timestamp_ns":
-        return "ns" if pa.types.is_timestamp(t) and t.unit == "ns" else "us"
+        # an integer: nanoseconds, as a remote readable copy holds them (spark/remote_readable.py)
+        return "ns" if (pa.types.is_timestamp(t) and t.unit == "ns") or pa.types.is_integer(t) else "us"
     if type_ == "geometry" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
         return "text"  # WKT, as this adapter writes it: Spark opens the file
     return "opaque"
@@ -77,15 +78,6 @@ def unopenable(encoding: Encoding, columns: Sequence[Column]) -> Column | None:
     """The first column a file holds that Spark cannot open the file with (see UNOPENABLE), or None."""
     ids = {i for i, k in encoding if k == "opaque"}
     return next((c for top in columns for c in top.walk() if c.column_id in ids), None)
-
-
-def unopenable_message(table: str, col: Column) -> str:
-    """Why a table's remote files cannot be read by Spark (local ones are read through copies), and the way out."""
-    way = "ST_AsText(c) for WKT" if col.type == "geometry" else "c::JSON"
-    return (f"table {table}: column {col.name!r} has DuckLake type {col.type}; DuckDB stores it in Parquet with a "
-            f"logical type that Spark 4.0's Parquet reader cannot open, and files on remote storage are not copied "
-            f"to a readable form, so no column of these files can be read by Spark; in DuckDB, copy the table with "
-            f"the column cast ({way}) and read the copy")
 
 
 # ---------------------------------------------------------------------------------------------- reading types
