@@ -56,13 +56,13 @@ def ensure_copies(root: str, files: Sequence[tuple[str, int]], columns: Sequence
 
 def _copy(path: str, target: str, geometry: set[int]) -> None:
     src = pq.ParquetFile(path)
-    schema = _schema(src.schema_arrow, geometry)
+    schema = readable_schema(src.schema_arrow, geometry)
     tmp = f"{target}.tmp-{uuid.uuid4().hex}"
     try:
         with pq.ParquetWriter(tmp, schema, compression="zstd") as out:
             for i in range(src.num_row_groups):
                 t = src.read_row_group(i)
-                arrays = [_convert(t.column(j).combine_chunks(), src.schema_arrow.field(j), geometry)
+                arrays = [readable_column(t.column(j).combine_chunks(), src.schema_arrow.field(j), geometry)
                           for j in range(t.num_columns)]
                 out.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=max(1, t.num_rows))
         os.replace(tmp, target)
@@ -92,11 +92,11 @@ def _schema_field(field: pa.Field, geometry: set[int]) -> pa.Field:
     return field
 
 
-def _schema(schema: pa.Schema, geometry: set[int]) -> pa.Schema:
+def readable_schema(schema: pa.Schema, geometry: set[int]) -> pa.Schema:
     return pa.schema([_schema_field(f, geometry) for f in schema], metadata=schema.metadata)
 
 
-def _convert(arr: pa.Array, field: pa.Field, geometry: set[int]) -> pa.Array:
+def readable_column(arr: pa.Array, field: pa.Field, geometry: set[int]) -> pa.Array:
     """The array with every geometry leaf (by field id, at any depth) as WKT text."""
     t = field.type
     if _is_geometry(field, geometry):
@@ -105,10 +105,10 @@ def _convert(arr: pa.Array, field: pa.Field, geometry: set[int]) -> pa.Array:
     if new == t:
         return arr
     if pa.types.is_struct(t):
-        children = [_convert(arr.field(i), t.field(i), geometry) for i in range(t.num_fields)]
+        children = [readable_column(arr.field(i), t.field(i), geometry) for i in range(t.num_fields)]
         return pa.StructArray.from_arrays(children, fields=list(new), mask=arr.is_null() if arr.null_count else None)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        values = _convert(arr.values, t.value_field, geometry)
+        values = readable_column(arr.values, t.value_field, geometry)
         cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
         offsets = arr.offsets
         if arr.offset or len(values) != offsets[-1].as_py() - offsets[0].as_py():
@@ -116,8 +116,8 @@ def _convert(arr: pa.Array, field: pa.Field, geometry: set[int]) -> pa.Array:
             offsets = pc.subtract(offsets, offsets[0])
         return cls.from_arrays(offsets, values, type=new, mask=arr.is_null() if arr.null_count else None)
     if pa.types.is_map(t):
-        keys = _convert(arr.keys, t.key_field, geometry)
-        items = _convert(arr.items, t.item_field, geometry)
+        keys = readable_column(arr.keys, t.key_field, geometry)
+        items = readable_column(arr.items, t.item_field, geometry)
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=new,
                                        mask=arr.is_null() if arr.null_count else None)
     return arr

@@ -45,7 +45,7 @@ from ..lake.errors import DuckLakeError
 from ..lake.paths import join_path
 from ..lake.records import Column
 from . import readable
-from .readable import _convert as _readable_column
+from .readable import readable_column as _readable_column
 
 COPY = "__ducklake_copy"  # the partition column: the source file's key
 POS_COLUMN = "__ducklake_source_pos"  # the row's position in its source file (kept in the copy: the sort's total order)
@@ -122,7 +122,7 @@ def copy_schema(schema: pa.Schema, geometry: set[int]) -> pa.Schema:
     """The Arrow schema of a remote copy of a file of this (footer) schema: the readable copy's fields (readable.py)
     in types Spark carries, then the position column."""
     fields = []
-    for f in readable._schema(schema, geometry):
+    for f in readable.readable_schema(schema, geometry):
         t = _sparkable(f.type)
         if t is not None:
             fields.append(f.with_type(t))
