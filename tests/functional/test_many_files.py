@@ -18,6 +18,8 @@ from tests.support.invariants import violations
 
 FILES = 5000 if FULL else 1500  # several manifest chunks (256 file ids each) either way
 ROWS = 10  # per file
+# ids are file * ROWS + row: a range across the column add (half-way) and the widening (at 7/10)
+SOME_LOW, SOME_HIGH = FILES * ROWS * 12 // 25, FILES * ROWS * 37 // 50 - 1
 
 
 def build_lake(catalog: str, data_path: str) -> dict[str, int]:
@@ -73,7 +75,7 @@ MODELS = {
     "all_rows.sql": "{{ config(materialized='table') }}\nselect * from {{ source('raw', 'events') }}",
     "some_rows.sql": "{{ config(materialized='table') }}\n"
                      "select id, category, amount, qty, note from {{ source('raw', 'events') }} "
-                     "where id between 24000 and 36999",
+                     f"where id between {SOME_LOW} and {SOME_HIGH}",
     "by_category.sql": "{{ config(materialized='table') }}\n"
                        "select category, note, count(*) as n, sum(amount) as total from {{ source('raw', 'events') }} "
                        "group by category, note",
@@ -86,7 +88,7 @@ SOURCES = "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n  
 # what each model should hold, asked of DuckDB on the same lake
 EXPECTED = {
     "all_rows": "SELECT * FROM lake.raw.events",
-    "some_rows": "SELECT id, category, amount, qty, note FROM lake.raw.events WHERE id BETWEEN 24000 AND 36999",
+    "some_rows": f"SELECT id, category, amount, qty, note FROM lake.raw.events WHERE id BETWEEN {SOME_LOW} AND {SOME_HIGH}",
     "by_category": "SELECT category, note, count(*), sum(amount) FROM lake.raw.events GROUP BY ALL",
     "before_update": "SELECT * FROM lake.raw.events AT (VERSION => {before_update})",
     "feed": "SELECT * FROM lake.raw.events",
