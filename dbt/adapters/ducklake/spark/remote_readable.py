@@ -45,6 +45,7 @@ from ..lake.errors import DuckLakeError
 from ..lake.paths import join_path
 from ..lake.records import Column
 from . import readable
+from .distinct_parts import distinct_parts
 from .readable import readable_column as _readable_column
 
 COPY = "__ducklake_copy"  # the partition column: the source file's key
@@ -239,7 +240,9 @@ def ensure_copies(spark: SparkSession, root: str, files: Sequence[tuple[str, int
         by_layout: dict[str, list[tuple[str, int, pa.Schema]]] = {}
         for f in missing:
             by_layout.setdefault(str(copy_schema(f[2], geometry)), []).append(f)
-        parts = [part for group in by_layout.values() for part in _unique_names(group)]
+        # a part's rows are matched to their source by file name
+        parts = [part for group in by_layout.values()
+                 for part in distinct_parts(group, lambda f: f[0].rpartition("/")[2])]
         _by_value()
         # a Spark job per footer layout (DuckDB shreds each file's variants its own way): run side by side
         with ThreadPoolExecutor(max_workers=min(4, len(parts))) as pool:
@@ -268,21 +271,6 @@ def _copy(spark: SparkSession, base: str, files: list[tuple[str, int, pa.Schema]
     # sorted by (file, position), a total order: each file's rows reach its one output file in order
     job = join_path(base, f"s{uuid.uuid4().hex}")
     rows.sortWithinPartitions(COPY, POS_COLUMN).write.partitionBy(COPY).parquet(job)
-
-
-def _unique_names(files: list[tuple[str, int, pa.Schema]]) -> list[list[tuple[str, int, pa.Schema]]]:
-    """Files split so that no two of a part have the same file name (a part's rows are matched by name)."""
-    parts: list[tuple[set[str], list[tuple[str, int, pa.Schema]]]] = []
-    for f in files:
-        name = f[0].rpartition("/")[2]
-        for seen, part in parts:
-            if name not in seen:
-                seen.add(name)
-                part.append(f)
-                break
-        else:
-            parts.append(({name}, [f]))
-    return [part for _, part in parts]
 
 
 def _list(spark: SparkSession, base: str) -> None:

@@ -31,6 +31,7 @@ from ..lake.records import Column, DataFile, TableInfo
 from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.state import LakeState
 from . import manifest, remote_readable
+from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
 from .sql_literals import ident, literal, string_literal
@@ -282,18 +283,8 @@ def _source(paths: Sequence[str]) -> str:
 
 def _distinct_sizes(tasks: list[FileScanTask]) -> list[list[FileScanTask]]:
     """Tasks split so that no two files of a part have the same size, and a part's keys fit in a BIGINT."""
-    parts: list[tuple[set[int], list[FileScanTask]]] = []
-    for t in tasks:
-        size = t.data_file.file_size_bytes
-        for sizes, part in parts:
-            if size not in sizes:
-                sizes.add(size)
-                part.append(t)
-                break
-        else:
-            parts.append(({size}, [t]))
     out = []
-    for _, part in parts:
+    for part in distinct_parts(tasks, lambda t: t.data_file.file_size_bytes):
         bits = max(t.data_file.file_size_bytes for t in part).bit_length() + \
             max(1, max(t.data_file.record_count for t in part).bit_length())
         out += [part] if bits <= 62 else [[t] for t in part]  # a key that would overflow: one file per source
