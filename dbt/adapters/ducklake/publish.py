@@ -67,7 +67,7 @@ class Build:
             if self.work is None or (schema.lower(), name.lower()) not in self.work.touched:
                 return None
             try:
-                return self.work.tx.table(schema, name)
+                return self.work.table(schema, name)
             except DuckLakeError:
                 return None
 
