@@ -57,6 +57,7 @@ from pyspark.sql import functions as F
 
 from bench.spark_io import Meter, environment, run_benchmark, settle
 from dbt.adapters.ducklake.lake.lake import DuckLake
+from dbt.adapters.ducklake.spark import one_shot
 from dbt.adapters.ducklake.spark import write as lake_write
 
 SCHEMA = "main"
@@ -492,7 +493,7 @@ def run(spark: SparkSession, args: argparse.Namespace, run_dir: str) -> dict[str
 
     start = time.perf_counter()
     lake = DuckLake.create(f"{lakes.live}/catalog.ducklake", f"{lakes.live}/data/")
-    lake_write.create_table_as(spark, lake, SCHEMA, UPSTREAM,
+    one_shot.create_table_as(spark, lake, SCHEMA, UPSTREAM,
                                upstream_df(spark, args.rows, args.files, args.updated_at_type))
     lake.close()
     data: dict[str, Any] = {"rows": args.rows, "upstream": lake_files(lakes.live, UPSTREAM),

@@ -38,6 +38,7 @@ from pyspark.sql.readwriter import DataFrameWriter
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.transaction import Transaction
+from dbt.adapters.ducklake.spark import one_shot
 from dbt.adapters.ducklake.spark import write as lake_write
 from dbt.adapters.ducklake.spark.scan import file_uri, register_table
 from dbt.adapters.ducklake.spark.session import build_session
@@ -237,7 +238,7 @@ class ScanSetup:
 
 def prepare_scan(spark: SparkSession, lake: DuckLake, df: DataFrame) -> ScanSetup:
     """Write the source table once (untimed) and register its view; the baseline reads the same data files."""
-    lake_write.create_table_as(spark, lake, SCHEMA, SCAN_TABLE, df)
+    one_shot.create_table_as(spark, lake, SCHEMA, SCAN_TABLE, df)
     state = lake.snapshot()
     table = state.table(SCHEMA, SCAN_TABLE)
     view = register_table(spark, state, table)
@@ -334,9 +335,9 @@ class WriteTarget:
         settle(self.spark)
         self.phases.reset()
         if self.op == "ctas":
-            sample = self.meter.measure(lambda: lake_write.create_table_as(self.spark, self.lake, SCHEMA, name, self.df))
+            sample = self.meter.measure(lambda: one_shot.create_table_as(self.spark, self.lake, SCHEMA, name, self.df))
         else:
-            sample = self.meter.measure(lambda: lake_write.append(self.spark, self.lake, SCHEMA, name, self.df))
+            sample = self.meter.measure(lambda: one_shot.append(self.spark, self.lake, SCHEMA, name, self.df))
         self.last_phases = lake_write_phases(sample.wall, self.phases.seconds)
         self._drop(name)
         return sample
@@ -347,7 +348,7 @@ class WriteTarget:
 
     def _empty_append_table(self, name: str) -> None:
         """A fresh empty table to append to (created untimed, like a dbt incremental model's first run)."""
-        lake_write.create_table_as(self.spark, self.lake, SCHEMA, name, self.df.limit(0), replace=True)
+        one_shot.create_table_as(self.spark, self.lake, SCHEMA, name, self.df.limit(0), replace=True)
 
     def _drop(self, name: str) -> None:
         """Drop the written table and remove its files (untimed), keeping the catalog and disk small."""

@@ -36,7 +36,7 @@ def _workload(master: str, root: str) -> dict:
     from pyspark.sql import functions as F
 
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.spark import dml, scan, write
+    from dbt.adapters.ducklake.spark import one_shot, scan
     from dbt.adapters.ducklake.spark.session import build_session
 
     started = time.monotonic()
@@ -64,11 +64,11 @@ def _workload(master: str, root: str) -> dict:
         def rows(start: int, end: int, parts: int) -> DataFrame:  # rows made by the executors, several partitions
             return spark.range(start, end, numPartitions=parts).withColumn("k", (F.col("id") % KEYS).cast("int"))
 
-        snaps = [write.create_table_as(spark, lake, "main", "t", rows(0, CTAS_ROWS, 3), partition_by=[("k", "identity")])]
+        snaps = [one_shot.create_table_as(spark, lake, "main", "t", rows(0, CTAS_ROWS, 3), partition_by=[("k", "identity")])]
         lap("create_table_as")
-        snaps.append(write.append(spark, lake, "main", "t", rows(CTAS_ROWS, CTAS_ROWS + APPEND_ROWS, 1)))
+        snaps.append(one_shot.append(spark, lake, "main", "t", rows(CTAS_ROWS, CTAS_ROWS + APPEND_ROWS, 1)))
         lap("append")
-        snaps.append(dml.delete_where(spark, lake, "main", "t", DELETE))
+        snaps.append(one_shot.delete_where(spark, lake, "main", "t", DELETE))
         lap("delete_where")
         state = lake.snapshot()
         view = scan.register_table(spark, state, state.table("main", "t"))

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, paths
-from dbt.adapters.ducklake.spark import changes, dml, remote_readable, scan, write
+from dbt.adapters.ducklake.spark import changes, one_shot, remote_readable, scan
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.support.reference import attached
 
@@ -86,8 +86,8 @@ def test_each_type_reads_as_documented_and_copies_back(spark: SparkSession, sour
         for name in TYPES:
             df = read_table(spark, state, state.table("main", name + suffix))
             types = {"v": DUCKLAKE[name]} if name in DUCKLAKE else NESTED_TYPES[name]
-            write.create_table_as(spark, lake, "main", f"copy_{name}{suffix}", df, types=types)
-            write.append(spark, lake, "main", f"copy_{name}{suffix}", df.selectExpr("id + 100 AS id", "v"))
+            one_shot.create_table_as(spark, lake, "main", f"copy_{name}{suffix}", df, types=types)
+            one_shot.append(spark, lake, "main", f"copy_{name}{suffix}", df.selectExpr("id + 100 AS id", "v"))
     with attached(source, data_path=data_path, read_only=True) as con:
         for suffix in ("", "_inl"):
             for name in TYPES:
@@ -169,7 +169,7 @@ def test_one_column_does_not_block_its_table(spark: SparkSession, tmp_path: Path
     assert [tuple(r) for r in read_table(spark, state, state.table("main", "geo")).collect()] == [(1, "POINT (1 2)")]
     # an append from Spark (WKT text) next to DuckDB's file (WKB, read through a copy): both engines read both
     lake = DuckLake.open(catalog)
-    write.append(spark, lake, "main", "geo", spark.sql("SELECT 2 AS id, 'LINESTRING (0 0, 1 1)' AS g"))
+    one_shot.append(spark, lake, "main", "geo", spark.sql("SELECT 2 AS id, 'LINESTRING (0 0, 1 1)' AS g"))
     state = lake.snapshot()
     assert sorted(tuple(r) for r in read_table(spark, state, state.table("main", "geo")).collect()) == \
         [(1, "POINT (1 2)"), (2, "LINESTRING (0 0, 1 1)")]
@@ -186,9 +186,9 @@ def test_a_value_that_is_not_of_the_type_fails_the_write(spark: SparkSession, tm
     lake = DuckLake.open(catalog)
     df = spark.sql("SELECT 'not-a-uuid' AS u")
     with pytest.raises(Exception, match="column 'u'.* has DuckLake type uuid; this value is not one: not-a-uuid"):
-        write.create_table_as(spark, lake, "main", "bad", df, types={"u": "uuid"})
+        one_shot.create_table_as(spark, lake, "main", "bad", df, types={"u": "uuid"})
     with pytest.raises(Exception, match="cannot be stored as DuckLake type uuid"):
-        write.create_table_as(spark, lake, "main", "bad", spark.sql("SELECT 1 AS u"), types={"u": "uuid"})
+        one_shot.create_table_as(spark, lake, "main", "bad", spark.sql("SELECT 1 AS u"), types={"u": "uuid"})
 
 
 # GEOMETRY and VARIANT: DuckDB 1.5.5 writes them with Parquet logical types Spark 4.0 cannot open (read through
@@ -233,10 +233,10 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
     assert [r.id for r in feed.where("change_type = 'delete'").collect()] == [1]
     # back: geometry as WKT text DuckDB parses (ducklake_types), variant as its JSON text (json)
     types = {"g": "geometry", "v": "json", "gl.element": "geometry", "gs.g": "geometry"}
-    write.create_table_as(spark, lake, "main", "gv_copy", df, types=types)
-    write.append(spark, lake, "main", "gv_copy", df.selectExpr("id + 100 AS id", "g", "v", "gl", "gs"))
+    one_shot.create_table_as(spark, lake, "main", "gv_copy", df, types=types)
+    one_shot.append(spark, lake, "main", "gv_copy", df.selectExpr("id + 100 AS id", "g", "v", "gl", "gs"))
     with pytest.raises(Exception, match="variant cannot be written"):
-        write.create_table_as(spark, lake, "main", "gv_bad", df, types={"v": "variant"})
+        one_shot.create_table_as(spark, lake, "main", "gv_bad", df, types={"v": "variant"})
     with attached(catalog, data_path=str(tmp_path / "data"), read_only=True) as con:
         kinds = con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = "
                             "'gv_copy' ORDER BY ordinal_position").fetchall()
@@ -253,8 +253,8 @@ def test_geometry_and_variant_read_as_duckdb_prints_them_and_copy_back(spark: Sp
     assert [(r.id, r.g, r.gl) for r in back] == [(e[0], e[1], e[3]) for e in expected]
     # DML on DuckDB's table: a DELETE (positions only) works, an UPDATE would rewrite rows holding a variant
     with pytest.raises(Exception, match="variant cannot be written"):
-        dml.update_where(spark, lake, "main", "gv", {"g": "'POINT (0 0)'"}, "id = 0")
-    dml.delete_where(spark, lake, "main", "gv", "id = 2")
+        one_shot.update_where(spark, lake, "main", "gv", {"g": "'POINT (0 0)'"}, "id = 0")
+    one_shot.delete_where(spark, lake, "main", "gv", "id = 2")
     state = DuckLake.open(catalog).snapshot()
     left = read_table(spark, state, state.table("main", "gv")).orderBy("id").collect()
     assert [(r.id, r.g, r.v) for r in left] == [(e[0], e[1], e[2]) for e in expected if e[0] != 2]

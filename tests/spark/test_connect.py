@@ -60,7 +60,7 @@ def _workload(url: str, root: str) -> dict:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.spark import changes, dml, scan, write
+    from dbt.adapters.ducklake.spark import changes, one_shot, scan
     from dbt.adapters.ducklake.spark.session import apply_required_conf
 
     started = time.monotonic()
@@ -79,16 +79,16 @@ def _workload(url: str, root: str) -> dict:
                     .withColumn("k", (F.col("id") % KEYS).cast("int"))
                     .withColumn("v", F.concat(F.lit("r"), F.col("id").cast("string"))))
 
-        snaps = [write.create_table_as(spark, lake, "main", "t", rows(0, CTAS_ROWS, 2), partition_by=[("k", "identity")])]
+        snaps = [one_shot.create_table_as(spark, lake, "main", "t", rows(0, CTAS_ROWS, 2), partition_by=[("k", "identity")])]
         lap("create_table_as")
-        snaps.append(write.append(spark, lake, "main", "t", rows(CTAS_ROWS, CTAS_ROWS + APPEND_ROWS, 1)))
+        snaps.append(one_shot.append(spark, lake, "main", "t", rows(CTAS_ROWS, CTAS_ROWS + APPEND_ROWS, 1)))
         lap("append")
-        snaps.append(dml.delete_where(spark, lake, "main", "t", DELETE))
+        snaps.append(one_shot.delete_where(spark, lake, "main", "t", DELETE))
         lap("delete_where")
-        snaps.append(dml.update_where(spark, lake, "main", "t", {"v": "concat('u', v)"}, UPDATE))
+        snaps.append(one_shot.update_where(spark, lake, "main", "t", {"v": "concat('u', v)"}, UPDATE))
         lap("update_where")
         source = spark.createDataFrame([(i, i % KEYS, f"m{i}") for i in MERGE_IDS], "id bigint, k int, v string")
-        snaps.append(dml.merge_into(spark, lake, "main", "t", source, "t.id = s.id", matched="update",
+        snaps.append(one_shot.merge_into(spark, lake, "main", "t", source, "t.id = s.id", matched="update",
                                     not_matched_insert=True))
         lap("merge_into")
         state = lake.snapshot()

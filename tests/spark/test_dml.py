@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.lake.changes import read_changes
 from dbt.adapters.ducklake.spark import scan
-from dbt.adapters.ducklake.spark.dml import delete_where
+from dbt.adapters.ducklake.spark.one_shot import delete_where
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations
@@ -80,7 +80,7 @@ UPDATE_CASES = [
 @pytest.mark.parametrize(("scenario", "schema", "table", "updates"), UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
 def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
                             updates: list, deletes: str) -> None:
-    from dbt.adapters.ducklake.spark.dml import update_where
+    from dbt.adapters.ducklake.spark.one_shot import update_where
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     build(ours, f"{tmp_path}/ours_data/", scenario)
@@ -113,7 +113,7 @@ def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str
 
 
 def test_insert_overwrite_and_truncate_like_duckdb(spark: SparkSession, tmp_path: object) -> None:
-    from dbt.adapters.ducklake.spark.dml import insert_overwrite, truncate
+    from dbt.adapters.ducklake.spark.one_shot import insert_overwrite, truncate
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     for catalog, data in ((ours, "ours_data"), (theirs, "theirs_data")):
@@ -123,8 +123,8 @@ def test_insert_overwrite_and_truncate_like_duckdb(spark: SparkSession, tmp_path
     df = spark.sql("SELECT CAST(id AS INT) AS id, concat('o', id) AS name, CAST(id AS DOUBLE) AS score, "
                    "CAST(1 AS INT) AS flag FROM range(500, 520)")
     assert insert_overwrite(spark, lake, "s", "t", df, commit_message="overwrite") is not None
-    assert truncate(lake, "main", "other") is not None
-    assert truncate(lake, "main", "other") is None  # already empty: no snapshot
+    assert truncate(spark, lake, "main", "other") is not None
+    assert truncate(spark, lake, "main", "other") is None  # already empty: no snapshot
     st = lake.snapshot()
     assert st.snapshot_id == first + 2
     our_t = arrow_rows(read_arrow(st, st.table("s", "t")))
@@ -149,8 +149,7 @@ def test_insert_overwrite_and_truncate_like_duckdb(spark: SparkSession, tmp_path
 
 
 def test_dynamic_partition_overwrite(spark: SparkSession, catalog_url: str, data_path: str) -> None:
-    from dbt.adapters.ducklake.spark.dml import insert_overwrite
-    from dbt.adapters.ducklake.spark.write import create_table_as
+    from dbt.adapters.ducklake.spark.one_shot import create_table_as, insert_overwrite
 
     lake = DuckLake.create(catalog_url, data_path)
     df = spark.sql("SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE NULL END AS cat "
@@ -176,7 +175,7 @@ def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
 # DuckDB 1.5 allows one UPDATE/DELETE action per MERGE on DuckLake, so each case has at most one
 @pytest.mark.parametrize("kind", ["update_insert", "delete_insert", "delete_by_source"])
 def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, deletes: str) -> None:
-    from dbt.adapters.ducklake.spark.dml import merge_into
+    from dbt.adapters.ducklake.spark.one_shot import merge_into
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     build(ours, f"{tmp_path}/ours_data/", "repeated_deletes")
@@ -215,7 +214,8 @@ def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, del
 
 
 def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: SparkSession, tmp_path: object) -> None:
-    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError, merge_into
+    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError
+    from dbt.adapters.ducklake.spark.one_shot import merge_into
 
     catalog = f"duckdb:///{tmp_path}/m.ducklake"
     build(catalog, f"{tmp_path}/data/", "repeated_deletes")

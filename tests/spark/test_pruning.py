@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.lake.scan import plan_scan
-from dbt.adapters.ducklake.spark.dml import delete_where, merge_into, update_where
+from dbt.adapters.ducklake.spark.one_shot import delete_where, merge_into, update_where
 from dbt.adapters.ducklake.spark.predicates import to_predicate
 from dbt.adapters.ducklake.spark.scan import read_table
 from tests.lake.compare import arrow_rows

@@ -28,7 +28,7 @@ from dbt.adapters.ducklake.lake.errors import (
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.partitioning import _bucket_bytes, murmur3_32
 from dbt.adapters.ducklake.lake.records import Column, PartitionField, PartitionSpec, TableInfo
-from dbt.adapters.ducklake.spark import write
+from dbt.adapters.ducklake.spark import one_shot, write
 from dbt.adapters.ducklake.spark.types import columns_from_spark
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference
@@ -102,8 +102,8 @@ def assert_clean(lake: DuckLake) -> None:
 def test_every_type_round_trips_through_duckdb(spark: SparkSession, lake: DuckLake, catalog_url: str) -> None:
     df = spark.createDataFrame(ALL_ROWS, ALL_TYPES)
     flat = spark.createDataFrame(FLAT_ROWS, FLAT_TYPES)
-    snap = write.create_table_as(spark, lake, "s", "every", df, author="me", commit_message="ctas")
-    write.create_table_as(spark, lake, "s", "flat", flat)
+    snap = one_shot.create_table_as(spark, lake, "s", "every", df, author="me", commit_message="ctas")
+    one_shot.create_table_as(spark, lake, "s", "flat", flat)
 
     assert snap.author == "me" and snap.commit_message == "ctas"
     with reference.attached(catalog_url) as con:
@@ -139,10 +139,10 @@ def test_unsupported_spark_type_is_named(spark: SparkSession, sqlite_lake: tuple
     url, lake = sqlite_lake
     df = spark.createDataFrame([], T.StructType.fromDDL(ddl))
     with pytest.raises(UnsupportedTypeError, match=column):
-        write.create_table_as(spark, lake, "s", "t", df)
+        one_shot.create_table_as(spark, lake, "s", "t", df)
     nulls = spark.range(1).select(F.col("id"), F.lit(None).alias("nothing"))
     with pytest.raises(UnsupportedTypeError, match="nothing"):
-        write.create_table_as(spark, lake, "s", "t", nulls)
+        one_shot.create_table_as(spark, lake, "s", "t", nulls)
     assert [s.snapshot_id for s in lake.snapshots()] == [0, 1]
 
 
@@ -202,7 +202,7 @@ def _values_by_id(lake: DuckLake, table: str) -> dict[int, tuple[str | None, ...
 
 def test_partitioned_write_matches_duckdb(spark: SparkSession, lake: DuckLake, catalog_url: str) -> None:
     df = spark.createDataFrame(PART_ROWS, PART_TYPES)
-    write.create_table_as(spark, lake, "s", "ours", df, partition_by=PART_SPEC)
+    one_shot.create_table_as(spark, lake, "s", "ours", df, partition_by=PART_SPEC)
     with reference.attached(catalog_url, options={"DATA_INLINING_ROW_LIMIT": 0}) as con:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("CREATE TABLE lake.s.theirs AS SELECT * FROM lake.s.ours LIMIT 0")
@@ -316,18 +316,18 @@ def test_bucket_of_an_unsupported_type_is_refused(spark: SparkSession) -> None:
 def test_create_table_as_is_one_snapshot_and_replace_keeps_history(spark: SparkSession,
                                                                      sqlite_lake: tuple[str, DuckLake]) -> None:
     url, lake = sqlite_lake
-    first = write.create_table_as(spark, lake, "s", "t", spark.range(3).withColumn("p", F.col("id") % 2),
+    first = one_shot.create_table_as(spark, lake, "s", "t", spark.range(3).withColumn("p", F.col("id") % 2),
                                   partition_by=[("p", "identity")], comment="v1")
     assert [r[0] for r in duck(url, "SELECT snapshot_id FROM lake.snapshots()")] == [0, 1, 2]
-    second = write.create_table_as(spark, lake, "s", "t", spark.range(10, 12).withColumn("x", F.lit("new")),
+    second = one_shot.create_table_as(spark, lake, "s", "t", spark.range(10, 12).withColumn("x", F.lit("new")),
                                    replace=True)
     assert second.snapshot_id == first.snapshot_id + 1
     # an empty DataFrame still creates the table, and an empty append writes no snapshot
-    write.create_table_as(spark, lake, "s", "empty", spark.range(0))
-    assert write.append(spark, lake, "s", "empty", spark.range(0)) is None
+    one_shot.create_table_as(spark, lake, "s", "empty", spark.range(0))
+    assert one_shot.append(spark, lake, "s", "empty", spark.range(0)) is None
     # a partition value too long for a directory name is still stored whole
     long = "z" * 5000
-    write.create_table_as(spark, lake, "s", "long", spark.createDataFrame([(long, 1), ("", 2)], "p string, i int"),
+    one_shot.create_table_as(spark, lake, "s", "long", spark.createDataFrame([(long, 1), ("", 2)], "p string, i int"),
                           partition_by=[("p", "identity")])
     state = lake.snapshot()
     assert sorted(f.partition_values for f in state.files(state.table("s", "long"))) == [("",), (long,)]
@@ -348,9 +348,9 @@ def test_create_table_as_is_one_snapshot_and_replace_keeps_history(spark: SparkS
 def test_append_and_a_failed_commit_leaves_nothing(spark: SparkSession, sqlite_lake: tuple[str, DuckLake],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     url, lake = sqlite_lake
-    write.create_table_as(spark, lake, "s", "t", spark.range(2).withColumn("b", F.col("id") % 2),
+    one_shot.create_table_as(spark, lake, "s", "t", spark.range(2).withColumn("b", F.col("id") % 2),
                           partition_by=[("b", "identity")])
-    snap = write.append(spark, lake, "s", "t", spark.range(2, 5).select(F.col("id").alias("ID"), F.lit(1).alias("b")),
+    snap = one_shot.append(spark, lake, "s", "t", spark.range(2, 5).select(F.col("id").alias("ID"), F.lit(1).alias("b")),
                         commit_message="more")
     assert snap is not None and snap.commit_message == "more"
     assert duck(url, "SELECT list(id ORDER BY id), list(rowid ORDER BY rowid) FROM lake.s.t") == [
@@ -371,7 +371,7 @@ def test_append_and_a_failed_commit_leaves_nothing(spark: SparkSession, sqlite_l
 
     monkeypatch.setattr(write, "write_files", write_then_drop)
     with pytest.raises((CommitConflictError, NoSuchTableError)):
-        write.append(spark, lake, "s", "t", spark.range(5, 7).withColumn("b", F.lit(7)))  # a new partition
+        one_shot.append(spark, lake, "s", "t", spark.range(5, 7).withColumn("b", F.lit(7)))  # a new partition
     after = lake.snapshots()
     assert [s.snapshot_id for s in after] == [s.snapshot_id for s in before] + [before[-1].snapshot_id + 1]
     assert "dropped_table" in (after[-1].changes_made or "")  # only the drop; the append left no trace

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -22,9 +22,8 @@ from sqlglot.errors import ParseError
 
 from ..lake.datafiles import DataFileSpec
 from ..lake.inlined import read_inlined
-from ..lake.lake import DuckLake
 from ..lake.pruning import And, Compare, InValues, Predicate
-from ..lake.records import Column, Snapshot, TableInfo
+from ..lake.records import Column, TableInfo
 from ..lake.scan import plan_scan
 from ..lake.state import LakeState
 from ..lake.transaction import Transaction
@@ -85,28 +84,6 @@ class Staged:
         self.files += files
 
 
-def _run(lake: DuckLake, provenance: dict[str, str | None], stage: Callable[[Transaction], Staged]
-         ) -> Snapshot | None:
-    """One statement as one snapshot (None when it changed nothing)."""
-    with lake.transaction(**provenance) as tx:
-        if not stage(tx).changed:
-            tx.abandon()
-    return tx.committed
-
-
-def delete_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, condition: str | None = None, *,
-                 author: str | None = None, commit_message: str | None = None,
-                 commit_extra_info: str | None = None) -> Snapshot | None:
-    """DELETE FROM schema.table [WHERE condition] as one snapshot; None when no row matched (no snapshot, as DuckDB).
-
-    Raises:
-        NoSuchTableError: no such table. AnalysisException: the condition is not valid Spark SQL for the table.
-        CommitConflictError: another writer deleted from the same files (or altered/dropped the table) meanwhile.
-    """
-    return _run(lake, _prov(author, commit_message, commit_extra_info),
-                lambda tx: stage_delete(spark, tx, schema, table, condition))
-
-
 def stage_delete(spark: SparkSession, tx: Transaction, schema: str, table: str, condition: str | None) -> Staged:
     """Stage DELETE FROM schema.table [WHERE condition] in tx (rows as of the transaction's base snapshot)."""
     info = tx.base.table(schema, table)
@@ -115,27 +92,6 @@ def stage_delete(spark: SparkSession, tx: Transaction, schema: str, table: str, 
         return Staged()
     _stage_deletes(tx, info, plan.hits)
     return Staged(changed=True, rows=len(plan.hits))
-
-
-def _prov(author: str | None, commit_message: str | None, commit_extra_info: str | None) -> dict[str, str | None]:
-    return {"author": author, "commit_message": commit_message, "commit_extra_info": commit_extra_info}
-
-
-def update_where(spark: SparkSession, lake: DuckLake, schema: str, table: str, assignments: dict[str, str],
-                 condition: str | None = None, *, author: str | None = None, commit_message: str | None = None,
-                 commit_extra_info: str | None = None) -> Snapshot | None:
-    """UPDATE schema.table SET col = expr, … [WHERE condition] as one snapshot, merge-on-read.
-
-    Matching rows are deleted by position and their new versions written by Spark's executors with their row ids
-    kept (_ducklake_internal_row_id), so the change feed shows update pre- and post-images, as DuckDB does.
-    None when no row matched.
-
-    Raises:
-        NoSuchColumnError: an assignment names no column. AnalysisException: an expression is not valid Spark SQL.
-        CommitConflictError: another writer changed the same files (or the table) meanwhile.
-    """
-    return _run(lake, _prov(author, commit_message, commit_extra_info),
-                lambda tx: stage_update(spark, tx, schema, table, assignments, condition))
 
 
 def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, assignments: dict[str, str],
@@ -181,30 +137,10 @@ def _remove_all(tx: Transaction, state: LakeState, info: TableInfo, keep: object
             tx.delete_inlined_rows(info.schema_name, info.name, ids)
 
 
-def truncate(lake: DuckLake, schema: str, table: str, *, author: str | None = None,
-             commit_message: str | None = None, commit_extra_info: str | None = None) -> Snapshot | None:
-    """TRUNCATE schema.table: every data file ends and inlined rows end, in one snapshot (None if already empty)."""
-    return _run(lake, _prov(author, commit_message, commit_extra_info), lambda tx: stage_truncate(tx, schema, table))
-
-
 def stage_truncate(tx: Transaction, schema: str, table: str) -> Staged:
     info = tx.base.table(schema, table)
     _remove_all(tx, tx.base, info)
     return Staged(changed=not tx.is_empty, rows=-1)
-
-
-def insert_overwrite(spark: SparkSession, lake: DuckLake, schema: str, table: str, df: object, *,
-                     dynamic_partitions: bool = False, author: str | None = None, commit_message: str | None = None,
-                     commit_extra_info: str | None = None) -> Snapshot | None:
-    """INSERT OVERWRITE: the DataFrame's rows replace the table's (or, with dynamic_partitions on a partitioned
-    table, replace only the partitions the new rows fall in), in one snapshot. Old files end, none is rewritten.
-
-    Raises:
-        ValueError: dynamic_partitions on a table without partitioning.
-        CommitConflictError: another writer changed the table meanwhile (the written files are removed).
-    """
-    return _run(lake, _prov(author, commit_message, commit_extra_info),
-                lambda tx: stage_insert_overwrite(spark, tx, schema, table, df, dynamic_partitions=dynamic_partitions))
 
 
 def stage_insert_overwrite(spark: SparkSession, tx: Transaction, schema: str, table: str, df: object, *,
@@ -490,29 +426,6 @@ def clauses_of(matched: str | None = None, matched_set: dict[str, str] | None = 
     if not_matched_by_source_delete:
         out.append(When("not_matched_by_source", "delete"))
     return out
-
-
-def merge_into(spark: SparkSession, lake: DuckLake, schema: str, table: str, source: object, on: str, *,
-               matched: str | None = None, matched_set: dict[str, str] | None = None,
-               not_matched_insert: bool = False, not_matched_by_source_delete: bool = False,
-               clauses: list[When] | None = None, author: str | None = None, commit_message: str | None = None,
-               commit_extra_info: str | None = None) -> Snapshot | None:
-    """MERGE INTO schema.table AS t USING source AS s ON <on>, as one snapshot, merge-on-read.
-
-    Either the simple form: matched 'update' (SET from matched_set, or every column from s when None) or 'delete';
-    not_matched_insert inserts source rows matching no target row (columns by name); not_matched_by_source_delete
-    deletes target rows no source row matches. Or `clauses`: WHEN clauses in order, with conditions (the first whose
-    condition holds applies, as in SQL). Updated rows keep their row ids. Target files whose statistics exclude the ON
-    terms or the source's keys are not read. None when nothing changed.
-
-    Raises:
-        MergeCardinalityError: a target row is matched by several source rows (nothing is committed).
-        CommitConflictError: another writer changed the same files (or the table) meanwhile.
-    """
-    whens = clauses if clauses is not None else clauses_of(matched, matched_set, not_matched_insert,
-                                                           not_matched_by_source_delete)
-    return _run(lake, _prov(author, commit_message, commit_extra_info),
-                lambda tx: stage_merge(spark, tx, schema, table, source, on, whens))
 
 
 def evolved_columns(tx: Transaction, schema: str, table: str) -> tuple[TableInfo, TableInfo, dict[str, str]]:

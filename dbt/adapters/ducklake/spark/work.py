@@ -1,7 +1,7 @@
 """Several statements, one snapshot: Spark computes and writes, the lake transaction stages, commit closes it.
 
-`LakeWork` is what a SQL session's BEGIN ... COMMIT holds, and what the one-shot functions of write.py and dml.py
-stage through too. Each method stages one statement's effect; data files are written at once (by the executors) and
+`LakeWork` is what a SQL session's BEGIN ... COMMIT holds, and what the one-shot functions of one_shot.py are
+shorthands over. Each method stages one statement's effect; data files are written at once (by the executors) and
 owned by the lake transaction, which removes them after a rollback or a commit that definitely failed (and never
 once the COMMIT succeeded or may have: Transaction.own_files). Reads inside the unit see the lake as of the last
 commit (the base snapshot), as DuckLake readers do. Usable as a context manager: commits on a clean exit, rolls
@@ -42,10 +42,12 @@ class UnitOfWorkError(ValueError):
 class LakeWork:
     """The staged changes of one transaction of a SQL session."""
 
-    def __init__(self, spark: SparkSession, lake: DuckLake) -> None:
+    def __init__(self, spark: SparkSession, lake: DuckLake, *, author: str | None = None,
+                 commit_message: str | None = None, commit_extra_info: str | None = None) -> None:
         self.spark = spark
         self.lake = lake
-        self.tx: Transaction = lake.transaction()
+        self.tx: Transaction = lake.transaction(author=author, commit_message=commit_message,
+                                                commit_extra_info=commit_extra_info)
         self.touched: set[tuple[str, str]] = set()  # (schema, name) of changed objects, lower case
         self._cloned: set[tuple[str, str]] = set()  # tables cloned in this unit: their files are staged at commit
         self._scratch: str | None = None  # see scratch_dir

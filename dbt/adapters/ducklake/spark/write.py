@@ -38,10 +38,9 @@ from ..lake.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import InvalidDataFileError, UnsupportedTypeError
 from ..lake.faults import fault_point
-from ..lake.lake import DuckLake
 from ..lake.partitioning import validate_transform
 from ..lake.paths import as_dir, data_file_name, discard_files, join_path, to_local, uuid7
-from ..lake.records import Column, Snapshot, TableInfo
+from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
 from ..lake.writer import NULL_PARTITION_DIR
 from .sql_literals import ident
@@ -127,20 +126,6 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     return moved
 
 
-def append(spark: SparkSession, lake: DuckLake, schema: str, table: str, df: DataFrame, *, author: str | None = None,
-           commit_message: str | None = None, commit_extra_info: str | None = None) -> Snapshot | None:
-    """INSERT INTO schema.table the DataFrame's rows as one snapshot; None when there were no rows to add.
-
-    Raises:
-        NoSuchTableError: the table does not exist (or was dropped before the commit).
-        CommitConflictError: another writer committed a conflicting change (the written files are removed).
-        InvalidDataFileError / UnsupportedTypeError: the DataFrame does not fit the table.
-    """
-    with lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info) as txn:
-        stage_append(spark, txn, schema, table, df)
-    return txn.committed
-
-
 def stage_append(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame
                  ) -> list[DataFileSpec]:
     """Write the DataFrame's rows as files of the table (staged or committed) and stage them in txn, which owns
@@ -157,40 +142,6 @@ def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str,
     if files:
         txn.add_data_files(schema, table, files)
     return files
-
-
-def create_table_as(
-    spark: SparkSession,
-    lake: DuckLake,
-    schema: str,
-    table: str,
-    df: DataFrame,
-    *,
-    partition_by: Sequence[tuple[str, str]] | None = None,
-    replace: bool = False,
-    comment: str | None = None,
-    types: Mapping[str, str] | None = None,
-    author: str | None = None,
-    commit_message: str | None = None,
-    commit_extra_info: str | None = None,
-) -> Snapshot:
-    """CREATE [OR REPLACE] TABLE schema.table AS the DataFrame: table and rows in ONE snapshot.
-
-    partition_by is [(column, transform)], transforms as DuckLake's (identity, year, month, day, hour, bucket(N)).
-    types: DuckLake types of columns by path (types.from_spark), e.g. {"id": "uuid"} for a text column of UUIDs.
-    Readers see the old table (if replaced) until the commit.
-
-    Raises:
-        UnsupportedTypeError: a DataFrame column has a type DuckLake cannot store (named in the message).
-        TableExistsError: the table exists and replace is False.
-        NoSuchSchemaError: the schema does not exist.
-        CommitConflictError: another writer committed a conflicting change (the written files are removed).
-    """
-    with lake.transaction(author=author, commit_message=commit_message, commit_extra_info=commit_extra_info) as txn:
-        stage_create_table_as(spark, txn, schema, table, df, partition_by=partition_by, replace=replace,
-                              comment=comment, types=types)
-    assert txn.committed is not None  # a CREATE TABLE is never an empty transaction
-    return txn.committed
 
 
 def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
