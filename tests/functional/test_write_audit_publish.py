@@ -20,6 +20,7 @@ import pytest
 from dbt.adapters.ducklake.lake import DuckLake
 from tests.functional.test_writers import _dbt
 from tests.support import postgres, reference
+from tests.support.coverage import FULL
 from tests.support.invariants import violations
 
 pytestmark = pytest.mark.slow
@@ -185,13 +186,14 @@ def _check_build_cycle(catalog: str, tmp_path: Path, extra: dict[str, object] | 
     assert violations(catalog) == []
 
 
-def test_build_published_as_one_snapshot_sqlite(tmp_path: Path) -> None:
-    _check_build_cycle(f"sqlite:///{tmp_path}/catalog.sqlite", tmp_path)
-
-
-@pytest.mark.postgres
-def test_build_published_as_one_snapshot_postgres_with_a_concurrent_writer(pg_server: postgres.PostgresServer,
-                                                                          tmp_path: Path) -> None:
+# The same cycle on each catalog backend; the default run takes PostgreSQL (with a concurrent DuckDB writer), and
+# SQLite catalogs are built in the cursor and conflict test below (each cycle is three real 4-thread builds).
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres), *(["sqlite"] if FULL else [])])
+def test_build_published_as_one_snapshot(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    if backend == "sqlite":
+        _check_build_cycle(f"sqlite:///{tmp_path}/catalog.sqlite", tmp_path)
+        return
+    pg_server: postgres.PostgresServer = request.getfixturevalue("pg_server")
     catalog = pg_server.create_database(f"wap_{os.getpid()}_{time.monotonic_ns() % 10**9}")
     duck: list[int] = []
 

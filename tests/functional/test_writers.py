@@ -85,6 +85,14 @@ def _models(prefix: str, n: int, source: bool = True) -> dict[str, str]:
             f"select id, id * {i + 1} as v from {src}" for i in range(n)}
 
 
+def _first_version(catalog: str, data: Path, table: str, select: str) -> None:
+    """The model's first version, written by DuckDB: what the test is about starts with the next run (and one dbt
+    process, a JVM start, fewer per test)."""
+    DuckLake.create(catalog, str(data) + "/").close()
+    with reference.attached(catalog) as con:
+        con.execute(f"CREATE TABLE lake.main.{table} AS SELECT {select}")
+
+
 # several writers ---------------------------------------------------------------------------------------------------
 @pytest.fixture(params=["postgres", "sqlite"])
 def shared_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
@@ -146,7 +154,7 @@ def test_two_processes_rebuild_the_same_model(shared_catalog: str, tmp_path: Pat
     data = tmp_path / "data"
     model = {"same.sql": "{{ config(materialized='table') }}\nselect id, '{{ var(\"who\") }}' as who from range(20)"}
     p = _project(tmp_path / "p", shared_catalog, data, model)
-    assert _dbt(p, "run", "--vars", "{who: first}").wait()[0] == 0
+    _first_version(shared_catalog, data, "same", "range AS id, 'first' AS who FROM range(20)")
     children = [_dbt(p, "run", "--vars", f"{{who: {w}}}", tag=w) for w in ("x", "y")]
     outcomes = [c.wait() for c in children]
     ok = [code == 0 for code, _ in outcomes]
@@ -158,7 +166,7 @@ def test_two_processes_rebuild_the_same_model(shared_catalog: str, tmp_path: Pat
         assert rows[0] == 20 and rows[1] == 1 and rows[2] in ("x", "y")  # whole: one version, not a mix
         commits = [r[0] for r in con.execute("SELECT commit_message FROM lake.snapshots() WHERE commit_message "
                                              "LIKE 'model.writers.same:%'").fetchall()]
-        assert len(commits) == 1 + sum(ok)  # one snapshot per successful rebuild
+        assert len(commits) == sum(ok)  # one snapshot per successful rebuild
     assert violations(shared_catalog) == []
 
 
@@ -185,8 +193,7 @@ def test_kill_at_every_phase_of_a_commit(phase: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
     model = {"m.sql": "{{ config(materialized='table') }}\nselect id, {{ var('gen') }} as gen from range(10)"}
     p = _project(tmp_path / "p", catalog, data, model, threads=1)
-    code, log = _dbt(p, "run", "--vars", "{gen: 1}").wait()
-    assert code == 0, log[-3000:]
+    _first_version(catalog, data, "m", "range AS id, 1 AS gen FROM range(10)")
     lake = DuckLake.open(catalog)
     before_snap = lake.latest_snapshot().snapshot_id
     before_files = _parquet(data)
