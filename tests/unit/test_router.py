@@ -206,7 +206,7 @@ def test_every_change_type_has_a_handler() -> None:
     import pytest
 
     from dbt.adapters.ducklake.apply import HANDLERS, apply_change
-    from dbt.adapters.ducklake.router import RoutingError
+    from dbt.adapters.ducklake.router import Change, RoutingError
     from dbt.adapters.ducklake.seeds import Seed
 
     missing = [t.__name__ for t in _concrete_changes() if t not in HANDLERS]
@@ -219,3 +219,5 @@ def test_every_change_type_has_a_handler() -> None:
     # a Seed is staged by load_seed itself, never applied: a type without a handler is refused, not ignored
     with pytest.raises(RoutingError, match="unsupported change 'seed'"):
         apply_change(None, Work(), Seed(schema="s", name="t"))  # type: ignore[arg-type]
+    with pytest.raises(RoutingError, match="unsupported change 'Change'"):
+        apply_change(None, Work(), Change(schema="s", name="t"))  # type: ignore[arg-type]

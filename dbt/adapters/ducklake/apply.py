@@ -94,7 +94,8 @@ def _handles(*types: type[Change]) -> Callable[[Handler], Handler]:
 def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
     handler = HANDLERS.get(type(c))  # the exact type: InsertOverwrite is an Insert but has its own handler
     if handler is None:
-        raise RoutingError(f"unsupported change {c.kind!r}")
+        # the bare base type has no kind label
+        raise RoutingError(f"unsupported change {getattr(c, 'kind', type(c).__name__)!r}")
     return handler(spark, work, c)
 
 
