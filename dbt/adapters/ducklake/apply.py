@@ -3,13 +3,40 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .lake.records import Column
-from .router import Change, RoutingError
+from .lake.records import Column, TableInfo
+from .router import (
+    AddColumns,
+    Alter,
+    AlterType,
+    Change,
+    Clone,
+    Comment,
+    CreateSchema,
+    CreateTable,
+    CreateView,
+    Ctas,
+    Delete,
+    DropColumn,
+    DropSchema,
+    DropTable,
+    DropView,
+    Insert,
+    InsertOverwrite,
+    Merge,
+    Noop,
+    Rename,
+    RoutingError,
+    SetNullable,
+    Truncate,
+    Update,
+)
 from .spark.dml import When
 from .spark.types import columns_from_spark
 from .spark.work import LakeWork
@@ -52,81 +79,163 @@ def apply_change(spark: SparkSession, work: LakeWork, c: Change) -> int:
         work.discard_unreferenced()  # files of objects this unit created, then dropped or replaced
 
 
+Handler = Callable[[SparkSession, LakeWork, Any], int]
+HANDLERS: dict[type[Change], Handler] = {}  # the one dispatch place: every concrete Change type of router has one
+
+
+def _handles(*types: type[Change]) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for t in types:
+            HANDLERS[t] = fn
+        return fn
+    return register
+
+
 def _apply(spark: SparkSession, work: LakeWork, c: Change) -> int:
-    assert c.schema is not None or c.kind in ("create_schema", "drop_schema")
-    schema, name = c.schema or "", c.name or ""
-    if c.kind == "create_schema":
-        work.create_schema(name, if_not_exists=c.if_exists)
-        return -1
-    if c.kind == "drop_schema":
-        work.drop_schema(name, cascade=c.cascade, if_exists=c.if_exists)
-        return -1
-    if c.kind == "ctas":
-        df = spark.sql(c.query or "")
-        if c.if_exists and work.exists(schema, name):
-            return 0
-        work.create_table_as(schema, name, df, partition_by=partition_fields(c.partition_by) or None, replace=c.replace,
-                             comment=c.comment, not_null=c.not_null, types=dict(c.types))
-        return -1
-    if c.kind == "clone":
-        if c.if_exists and work.exists(schema, name):
-            return 0
-        source_schema, source = c.clone_of or ("", "")
-        kind = work.clone_table(source_schema, source, schema, name, replace=c.replace)
-        logger.info(f"clone of {source_schema}.{source} as {schema}.{name}: {CLONE_KINDS[kind]}")
-        return -1
-    if c.kind == "create_table":
-        if c.if_exists and work.exists(schema, name):
-            return 0
-        work.create_table(schema, name, _columns(spark, c.columns_ddl or "", c.not_null, c.types),
-                          partition_by=partition_fields(c.partition_by) or None, replace=c.replace, comment=c.comment)
-        return -1
-    if c.kind == "create_view":
-        work.create_view(schema, name, c.query or "", replace=c.replace, comment=c.comment)
-        return -1
-    if c.kind in ("drop_table", "drop_view"):
-        work.drop(schema, name, what=c.kind.split("_")[1], if_exists=c.if_exists)
-        return -1
-    if c.kind in ("insert", "insert_overwrite"):
-        info = work.table(schema, name)
-        df = _positional(spark.sql(c.query or ""), [col.name for col in info.columns], c.column_names, schema, name)
-        if c.kind == "insert":
-            return work.insert_rows(schema, name, df)  # dbt shows INSERT <rows>: 0 for a run that added nothing
-        return work.insert_overwrite(schema, name, df,
-                                     dynamic_partitions=bool(c.partition_by) and info.partition is not None)
-    if c.kind == "delete":
-        return work.delete(schema, name, c.condition)
-    if c.kind == "update":
-        return work.update(schema, name, c.assignments, c.condition)
-    if c.kind == "truncate":
-        work.truncate(schema, name)
-        return -1
-    if c.kind == "merge":
-        return _merge(spark, work, c)
-    if c.kind == "rename":
-        work.rename(schema, name, c.new_name or "")
-        return -1
-    if c.kind == "add_columns":
-        work.add_columns(schema, name, _columns(spark, c.columns_ddl or "", types=c.types))
-        return -1
-    if c.kind == "drop_column":
-        work.drop_column(schema, name, c.column or "")
-        return -1
-    if c.kind == "alter_type":
-        work.alter_column_type(schema, name, c.column or "", c.new_type or "")
-        return -1
-    if c.kind == "set_nullable":
-        work.set_column_nullable(schema, name, c.column or "", c.new_type == "True")
-        return -1
-    if c.kind == "comment":
-        return work.comment(schema, name, c.comment, column=c.column)
-    if c.kind == "alter":
-        for part in c.actions:
-            _apply(spark, work, part)
-        return -1
-    if c.kind == "noop":
-        return -1
-    raise RoutingError(f"unsupported change {c.kind!r}")
+    handler = HANDLERS.get(type(c))  # the exact type: InsertOverwrite is an Insert but has its own handler
+    if handler is None:
+        # the bare base type has no kind label
+        raise RoutingError(f"unsupported change {getattr(c, 'kind', type(c).__name__)!r}")
+    return handler(spark, work, c)
+
+
+@_handles(CreateSchema)
+def _create_schema(spark: SparkSession, work: LakeWork, c: CreateSchema) -> int:
+    work.create_schema(c.name, if_not_exists=c.if_not_exists)
+    return -1
+
+
+@_handles(DropSchema)
+def _drop_schema(spark: SparkSession, work: LakeWork, c: DropSchema) -> int:
+    work.drop_schema(c.name, cascade=c.cascade, if_exists=c.if_exists)
+    return -1
+
+
+@_handles(Ctas)
+def _ctas(spark: SparkSession, work: LakeWork, c: Ctas) -> int:
+    schema, name = c.schema or "", c.name
+    df = spark.sql(c.query)
+    if c.if_not_exists and work.exists(schema, name):
+        return 0
+    work.create_table_as(schema, name, df, partition_by=partition_fields(c.partition_by) or None, replace=c.replace,
+                         comment=c.comment, not_null=c.not_null, types=dict(c.types))
+    return -1
+
+
+@_handles(Clone)
+def _clone(spark: SparkSession, work: LakeWork, c: Clone) -> int:
+    schema, name = c.schema or "", c.name
+    if c.if_not_exists and work.exists(schema, name):
+        return 0
+    source_schema, source = c.source
+    kind = work.clone_table(source_schema, source, schema, name, replace=c.replace)
+    logger.info(f"clone of {source_schema}.{source} as {schema}.{name}: {CLONE_KINDS[kind]}")
+    return -1
+
+
+@_handles(CreateTable)
+def _create_table(spark: SparkSession, work: LakeWork, c: CreateTable) -> int:
+    schema, name = c.schema or "", c.name
+    if c.if_not_exists and work.exists(schema, name):
+        return 0
+    work.create_table(schema, name, _columns(spark, c.columns_ddl, c.not_null, c.types),
+                      partition_by=partition_fields(c.partition_by) or None, replace=c.replace, comment=c.comment)
+    return -1
+
+
+@_handles(CreateView)
+def _create_view(spark: SparkSession, work: LakeWork, c: CreateView) -> int:
+    work.create_view(c.schema or "", c.name, c.query, replace=c.replace, comment=c.comment)
+    return -1
+
+
+@_handles(DropTable, DropView)
+def _drop(spark: SparkSession, work: LakeWork, c: DropTable | DropView) -> int:
+    work.drop(c.schema or "", c.name, what="table" if isinstance(c, DropTable) else "view", if_exists=c.if_exists)
+    return -1
+
+
+@_handles(Insert)
+def _insert(spark: SparkSession, work: LakeWork, c: Insert) -> int:
+    schema, name = c.schema or "", c.name
+    _info, df = _insert_rows(spark, work, c)
+    return work.insert_rows(schema, name, df)  # dbt shows INSERT <rows>: 0 for a run that added nothing
+
+
+@_handles(InsertOverwrite)
+def _insert_overwrite(spark: SparkSession, work: LakeWork, c: InsertOverwrite) -> int:
+    schema, name = c.schema or "", c.name
+    info, df = _insert_rows(spark, work, c)
+    return work.insert_overwrite(schema, name, df, dynamic_partitions=bool(c.partition_by) and info.partition is not None)
+
+
+def _insert_rows(spark: SparkSession, work: LakeWork, c: Insert) -> tuple[TableInfo, DataFrame]:
+    schema, name = c.schema or "", c.name
+    info = work.table(schema, name)
+    return info, _positional(spark.sql(c.query), [col.name for col in info.columns], c.columns, schema, name)
+
+
+@_handles(Delete)
+def _delete(spark: SparkSession, work: LakeWork, c: Delete) -> int:
+    return work.delete(c.schema or "", c.name, c.condition)
+
+
+@_handles(Update)
+def _update(spark: SparkSession, work: LakeWork, c: Update) -> int:
+    return work.update(c.schema or "", c.name, c.assignments, c.condition)
+
+
+@_handles(Truncate)
+def _truncate(spark: SparkSession, work: LakeWork, c: Truncate) -> int:
+    work.truncate(c.schema or "", c.name)
+    return -1
+
+
+@_handles(Rename)
+def _rename(spark: SparkSession, work: LakeWork, c: Rename) -> int:
+    work.rename(c.schema or "", c.name, c.new_name)
+    return -1
+
+
+@_handles(AddColumns)
+def _add_columns(spark: SparkSession, work: LakeWork, c: AddColumns) -> int:
+    work.add_columns(c.schema or "", c.name, _columns(spark, c.columns_ddl, types=c.types))
+    return -1
+
+
+@_handles(DropColumn)
+def _drop_column(spark: SparkSession, work: LakeWork, c: DropColumn) -> int:
+    work.drop_column(c.schema or "", c.name, c.column)
+    return -1
+
+
+@_handles(AlterType)
+def _alter_type(spark: SparkSession, work: LakeWork, c: AlterType) -> int:
+    work.alter_column_type(c.schema or "", c.name, c.column, c.new_type)
+    return -1
+
+
+@_handles(SetNullable)
+def _set_nullable(spark: SparkSession, work: LakeWork, c: SetNullable) -> int:
+    work.set_column_nullable(c.schema or "", c.name, c.column, c.nullable)
+    return -1
+
+
+@_handles(Comment)
+def _comment(spark: SparkSession, work: LakeWork, c: Comment) -> int:
+    return work.comment(c.schema or "", c.name, c.text, column=c.column)
+
+
+@_handles(Alter)
+def _alter(spark: SparkSession, work: LakeWork, c: Alter) -> int:
+    for part in c.actions:
+        _apply(spark, work, part)
+    return -1
+
+
+@_handles(Noop)
+def _noop(spark: SparkSession, work: LakeWork, c: Noop) -> int:
+    return -1
 
 
 def _positional(df: DataFrame, table_columns: list[str], names: tuple[str, ...], schema: str, table: str) -> DataFrame:
@@ -142,12 +251,13 @@ def _positional(df: DataFrame, table_columns: list[str], names: tuple[str, ...],
     return out.select(*cols)
 
 
-def _merge(spark: SparkSession, work: LakeWork, c: Change) -> int:
-    schema, name = c.schema or "", c.name or ""
-    source = c.merge_source or ""
+@_handles(Merge)
+def _merge(spark: SparkSession, work: LakeWork, c: Merge) -> int:
+    schema, name = c.schema or "", c.name
+    source = c.source
     df = spark.sql(source) if source.lstrip().lower().startswith(("select", "with", "(")) else spark.table(source)
     clauses = []
-    for cl in c.merge_clauses:
+    for cl in c.clauses:
         cols: tuple[str, ...] = ()
         if cl.action == "insert" and cl.insert_columns:
             if any(v.lower() not in (f"s.{k}".lower(), f"s.`{k}`".lower())
@@ -157,7 +267,7 @@ def _merge(spark: SparkSession, work: LakeWork, c: Change) -> int:
             cols = cl.insert_columns
         clauses.append(When(cl.when, cl.action, cl.condition, cl.assignments, cols))
     try:
-        return work.merge(schema, name, df, c.condition or "true", clauses)
+        return work.merge(schema, name, df, c.on or "true", clauses)
     except ValueError as e:
         if "is not a valid clause" in str(e):
             raise RoutingError(str(e)) from e

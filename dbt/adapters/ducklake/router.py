@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import sqlglot
 from sqlglot import exp
@@ -58,37 +59,120 @@ class TransactionControl:
     action: str  # begin | commit | rollback
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Change:
-    """A statement that changes a lake object."""
+    """A statement that changes a lake object: one subclass per kind, each with only its own fields.
 
-    kind: str  # create_schema, drop_schema, ctas, clone, create_table, create_view, drop_table, drop_view, insert,
-    #            insert_overwrite, delete, update, merge, truncate, rename, add_columns, drop_column, alter_type,
-    #            comment, set_nullable, alter (several actions), noop
-    schema: str | None = None
-    name: str | None = None
-    query: str | None = None  # the SELECT part, as written
-    replace: bool = False
+    `kind` labels the change where users see it: the cursor's message (`kind.upper()`, "INSERT 5") and the operation
+    in the lake commit's message ("insert main.t"), so the labels must stay as they are.
+    """
+
+    kind: ClassVar[str]
+    schema: str | None = None  # None only for schema-level changes (then `name` is the schema)
+    name: str = ""
+    refs: frozenset[tuple[str, str]] = frozenset()  # lake names the statement reads (see route)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateSchema(Change):
+    kind: ClassVar[str] = "create_schema"
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropSchema(Change):
+    kind: ClassVar[str] = "drop_schema"
     if_exists: bool = False
     cascade: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ctas(Change):
+    """CREATE [OR REPLACE] TABLE t [(columns)] [options] AS query."""
+
+    kind: ClassVar[str] = "ctas"
+    query: str
+    replace: bool = False
+    if_not_exists: bool = False
     comment: str | None = None
-    column: str | None = None
-    new_name: str | None = None
-    new_type: str | None = None
-    columns_ddl: str | None = None  # "a INT, b STRING" of CREATE TABLE (...) / ADD COLUMNS (...)
-    column_names: tuple[str, ...] = ()  # INSERT INTO t (a, b)
-    not_null: tuple[str, ...] = ()  # columns declared NOT NULL in CREATE TABLE (...)
     partition_by: tuple[str, ...] = ()
+    not_null: tuple[str, ...] = ()  # columns declared NOT NULL in the column list
     types: tuple[tuple[str, str], ...] = ()  # (column path, DuckLake type) from TBLPROPERTIES ('ducklake.types'=...)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Clone(Change):
+    """CREATE [OR REPLACE] TABLE t [SHALLOW] CLONE source (Delta's syntax)."""
+
+    kind: ClassVar[str] = "clone"
+    source: tuple[str, str]  # (schema, name)
+    replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateTable(Change):
+    """CREATE [OR REPLACE] TABLE t (columns) [options], without a query."""
+
+    kind: ClassVar[str] = "create_table"
+    columns_ddl: str  # "a INT, b STRING"
+    replace: bool = False
+    if_not_exists: bool = False
+    comment: str | None = None
+    partition_by: tuple[str, ...] = ()
+    not_null: tuple[str, ...] = ()
+    types: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateView(Change):
+    kind: ClassVar[str] = "create_view"
+    query: str
+    replace: bool = False
+    if_not_exists: bool = False
+    comment: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropTable(Change):
+    kind: ClassVar[str] = "drop_table"
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropView(Change):
+    kind: ClassVar[str] = "drop_view"
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Insert(Change):
+    """INSERT INTO t [PARTITION (cols)] [(columns)] query: the query's columns by position."""
+
+    kind: ClassVar[str] = "insert"
+    query: str  # the query or VALUES, as written
+    columns: tuple[str, ...] = ()  # INSERT INTO t (a, b)
+    partition_by: tuple[str, ...] = ()  # dynamic PARTITION (col, ...)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InsertOverwrite(Insert):
+    """INSERT OVERWRITE: with PARTITION (cols) on a partitioned table, replaces only the partitions it writes."""
+
+    kind: ClassVar[str] = "insert_overwrite"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delete(Change):
+    kind: ClassVar[str] = "delete"
+    condition: str | None = None  # the target's columns qualified as `t`
+
+
+@dataclass(frozen=True, kw_only=True)
+class Update(Change):
+    kind: ClassVar[str] = "update"
+    assignments: dict[str, str]
     condition: str | None = None
-    assignments: dict[str, str] = field(default_factory=dict)
-    merge_source: str | None = None  # a table name or a (subquery) text
-    merge_alias_target: str = "t"
-    merge_alias_source: str = "s"
-    merge_clauses: tuple[MergeClause, ...] = ()
-    clone_of: tuple[str, str] | None = None  # CREATE TABLE t CLONE (schema, name)
-    actions: tuple[Change, ...] = ()  # kind alter: an ALTER's several actions, each a change, in order
-    refs: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -99,6 +183,81 @@ class MergeClause:
     assignments: dict[str, str] | None = None  # None = SET * / INSERT *
     insert_columns: tuple[str, ...] = ()
     insert_values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Merge(Change):
+    """MERGE INTO t USING source ON ... WHEN ...: conditions and expressions name the target `t`, the source `s`."""
+
+    kind: ClassVar[str] = "merge"
+    source: str  # a table name or a query's text
+    on: str | None
+    clauses: tuple[MergeClause, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Truncate(Change):
+    kind: ClassVar[str] = "truncate"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rename(Change):
+    kind: ClassVar[str] = "rename"
+    new_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddColumns(Change):
+    kind: ClassVar[str] = "add_columns"
+    columns_ddl: str
+    types: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropColumn(Change):
+    kind: ClassVar[str] = "drop_column"
+    column: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlterType(Change):
+    kind: ClassVar[str] = "alter_type"
+    column: str
+    new_type: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetNullable(Change):
+    """ALTER COLUMN c SET NOT NULL (nullable False) / DROP NOT NULL (nullable True)."""
+
+    kind: ClassVar[str] = "set_nullable"
+    column: str
+    nullable: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comment(Change):
+    """COMMENT ON TABLE/VIEW/COLUMN, or ALTER ... COMMENT: the table's comment when `column` is None."""
+
+    kind: ClassVar[str] = "comment"
+    text: str | None  # None removes the comment
+    column: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alter(Change):
+    """An ALTER with several actions, each a change of the same table, applied in order in one unit of work."""
+
+    kind: ClassVar[str] = "alter"
+    actions: tuple[Change, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Noop(Change):
+    """An ALTER with no DuckLake meaning (SET TBLPROPERTIES etc.: Spark-catalog settings)."""
+
+    kind: ClassVar[str] = "noop"
 
 
 Statement = Passthrough | TransactionControl | Change | TempView | ShowRelations
@@ -342,14 +501,14 @@ def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) ->
         kind = (tree.args.get("kind") or "").upper()
         targets = tree.args.get("tables") or [tree.this]
         if kind in ("SCHEMA", "DATABASE"):
-            return Change("drop_schema", name=_schema_name(targets[0]), if_exists=bool(tree.args.get("exists")),
-                          cascade=bool(tree.args.get("cascade")))
+            return DropSchema(name=_schema_name(targets[0]), if_exists=bool(tree.args.get("exists")),
+                              cascade=bool(tree.args.get("cascade")))
         if len(targets) != 1:
             raise RoutingError(f"DROP {kind} of several objects at once is not supported: drop them one by one")
         schema, name = _target(targets[0])
-        if kind in ("TABLE", "VIEW") and schema:
-            return Change("drop_table" if kind == "TABLE" else "drop_view", schema, name,
-                          if_exists=bool(tree.args.get("exists")))
+        if kind in ("TABLE", "VIEW") and schema and name:
+            drop = DropTable if kind == "TABLE" else DropView
+            return drop(schema=schema, name=name, if_exists=bool(tree.args.get("exists")))
         return None
     if isinstance(tree, exp.Insert):
         schema, name = _target(tree.this)
@@ -368,29 +527,29 @@ def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) ->
                 raise RoutingError(f"INSERT into {schema}.{name}: static PARTITION values are not supported; "
                                    "select the partition columns in the query (dynamic partitions) instead")
             partition = tuple(e.name for e in part.expressions)
-        kind = "insert_overwrite" if tree.args.get("overwrite") else "insert"
-        return Change(kind, schema, name, query=query, column_names=cols, partition_by=partition, refs=refs)
+        insert = InsertOverwrite if tree.args.get("overwrite") else Insert
+        return insert(schema=schema, name=name, query=query, columns=cols, partition_by=partition, refs=refs)
     if isinstance(tree, exp.Delete):
         schema, name = _target(tree.this)
-        if not schema:
+        if not schema or not name:
             return None
         where = tree.args.get("where")
         if where is not None:
-            _requalify(where, {(tree.this.alias or "").lower(), (name or "").lower()} - {""}, "t")
-        return Change("delete", schema, name, condition=_spark(where.this) if where else None, refs=refs)
+            _requalify(where, {(tree.this.alias or "").lower(), name.lower()} - {""}, "t")
+        return Delete(schema=schema, name=name, condition=_spark(where.this) if where else None, refs=refs)
     if isinstance(tree, exp.Update):
         schema, name = _target(tree.this)
-        if not schema:
+        if not schema or not name:
             return None
         sets = {}
         for eq in tree.expressions:
             sets[eq.this.name] = _spark(eq.expression)
         where = tree.args.get("where")
-        return Change("update", schema, name, assignments=sets, condition=_spark(where.this) if where else None,
+        return Update(schema=schema, name=name, assignments=sets, condition=_spark(where.this) if where else None,
                       refs=refs)
     if isinstance(tree, exp.TruncateTable):
         schema, name = _target(tree.expressions[0]) if tree.expressions else (None, None)
-        return Change("truncate", schema, name) if schema else None
+        return Truncate(schema=schema, name=name) if schema and name else None
     if isinstance(tree, exp.Merge):
         return _merge(tree, refs)
     if isinstance(tree, exp.Alter):
@@ -403,16 +562,17 @@ def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) ->
 def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Change | None:
     kind = (tree.args.get("kind") or "").upper()
     if kind in ("SCHEMA", "DATABASE"):
-        return Change("create_schema", name=_schema_name(tree.this), if_exists=bool(tree.args.get("exists")))
+        return CreateSchema(name=_schema_name(tree.this), if_not_exists=bool(tree.args.get("exists")))
     partition, comment, temporary, types = _properties(tree)
     schema, name = _target(tree.this)
     if temporary or not schema or name is None:
         return None
     replace = bool(tree.args.get("replace"))
+    if_not_exists = bool(tree.args.get("exists"))
     if kind == "VIEW":
-        query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,))
-        return Change("create_view", schema, name, query=query, replace=replace, comment=comment,
-                      if_exists=bool(tree.args.get("exists")), refs=refs)
+        query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,)) or ""
+        return CreateView(schema=schema, name=name, query=query, replace=replace, comment=comment,
+                          if_not_exists=if_not_exists, refs=refs)
     if kind != "TABLE":
         return None
     clone = tree.args.get("clone")
@@ -420,8 +580,8 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
         source_schema, source = _target(clone.this)
         if not source_schema or source is None:
             raise RoutingError(f"CREATE TABLE {schema}.{name} CLONE needs a two-part source name (schema.table)")
-        return Change("clone", schema, name, replace=replace, if_exists=bool(tree.args.get("exists")),
-                      clone_of=(source_schema, source), refs=refs)
+        return Clone(schema=schema, name=name, source=(source_schema, source), replace=replace,
+                     if_not_exists=if_not_exists, refs=refs)
     columns_ddl = None
     not_null: tuple[str, ...] = ()
     if isinstance(tree.this, exp.Schema) and tree.this.expressions:
@@ -432,19 +592,19 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
             isinstance(k.kind, exp.NotNullColumnConstraint) and not k.kind.args.get("allow_null")
             for k in c.constraints))
     if tree.expression is not None:
-        query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,))
-        return Change("ctas", schema, name, query=query, replace=replace, comment=comment, partition_by=partition,
-                      columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")), refs=refs,
-                      types=types)
+        # the column list's types are not applied: the query's columns are the table's
+        query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,)) or ""
+        return Ctas(schema=schema, name=name, query=query, replace=replace, if_not_exists=if_not_exists,
+                    comment=comment, partition_by=partition, not_null=not_null, types=types, refs=refs)
     if columns_ddl is None:
         raise RoutingError(f"CREATE TABLE {schema}.{name} needs columns or AS SELECT")
-    return Change("create_table", schema, name, replace=replace, comment=comment, partition_by=partition,
-                  columns_ddl=columns_ddl, not_null=not_null, if_exists=bool(tree.args.get("exists")), types=types)
+    return CreateTable(schema=schema, name=name, columns_ddl=columns_ddl, replace=replace, if_not_exists=if_not_exists,
+                       comment=comment, partition_by=partition, not_null=not_null, types=types)
 
 
-def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Change:
+def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Merge:
     schema, name = _target(tree.this)
-    if not schema:
+    if not schema or not name:
         raise RoutingError("MERGE INTO needs a two-part target name (schema.table)")
     t_alias = tree.this.alias or name
     using = tree.args["using"]
@@ -487,8 +647,8 @@ def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Change:
             clauses.append(MergeClause(when, "insert", cond))
         else:
             raise RoutingError(f"MERGE INTO {schema}.{name}: unsupported clause {w.sql(dialect='spark')!r}")
-    return Change("merge", schema, name, condition=_spark(tree.args.get("on")), merge_source=source,
-                  merge_alias_target=t_alias, merge_alias_source=s_alias, merge_clauses=tuple(clauses), refs=refs)
+    return Merge(schema=schema, name=name, source=source, on=_spark(tree.args.get("on")), clauses=tuple(clauses),
+                 refs=refs)
 
 
 def _requalify(tree: exp.Expression, names: set[str], to: str) -> None:
@@ -504,7 +664,7 @@ def _requalify(tree: exp.Expression, names: set[str], to: str) -> None:
 def _alter(tree: exp.Alter) -> Change | None:
     schema, name = _target(tree.this)
     kind = (tree.args.get("kind") or "").upper()
-    if not schema or kind not in ("TABLE", "VIEW"):
+    if not schema or not name or kind not in ("TABLE", "VIEW"):
         return None
     actions = tree.args.get("actions") or []
     if not actions:
@@ -514,35 +674,35 @@ def _alter(tree: exp.Alter) -> Change | None:
     a = actions[0]
     if isinstance(a, exp.AlterRename):
         _new_schema, new_name = _target(a.this)
-        return Change("rename", schema, name, new_name=new_name)
+        return Rename(schema=schema, name=name, new_name=new_name or "")
     if isinstance(a, exp.ColumnDef):
         ddl = ", ".join(_column_ddl(x) for x in actions if isinstance(x, exp.ColumnDef))
-        return Change("add_columns", schema, name, columns_ddl=ddl, types=_alter_types(tree))
+        return AddColumns(schema=schema, name=name, columns_ddl=ddl, types=_alter_types(tree))
     if isinstance(a, exp.Schema):
         ddl = ", ".join(_column_ddl(x) for x in a.expressions if isinstance(x, exp.ColumnDef))
-        return Change("add_columns", schema, name, columns_ddl=ddl, types=_alter_types(tree))
+        return AddColumns(schema=schema, name=name, columns_ddl=ddl, types=_alter_types(tree))
     if isinstance(a, exp.AlterColumn):
         col = a.this.name
         if a.args.get("comment") is not None:
             c = a.args["comment"]
-            return Change("comment", schema, name, column=col, comment=c.name if isinstance(c, exp.Literal) else None)
+            return Comment(schema=schema, name=name, column=col, text=c.name if isinstance(c, exp.Literal) else None)
         if a.args.get("dtype") is not None:
-            return Change("alter_type", schema, name, column=col, new_type=_type_sql(a.args["dtype"]))
+            return AlterType(schema=schema, name=name, column=col, new_type=_type_sql(a.args["dtype"]) or "")
         if a.args.get("allow_null") is not None:
-            return Change("set_nullable", schema, name, column=col, new_type=str(bool(a.args["allow_null"])))
+            return SetNullable(schema=schema, name=name, column=col, nullable=bool(a.args["allow_null"]))
         return None
     if isinstance(a, exp.Drop) and (a.args.get("kind") or "").upper() in ("COLUMN", "COLUMNS"):
         cols = [c for t in (a.args.get("tables") or [a.this])  # DROP COLUMNS (a, b): a Schema of names
                 for c in (t.expressions if isinstance(t, exp.Schema) else [t])]
-        drops = tuple(Change("drop_column", schema, name, column=c.name, if_exists=bool(a.args.get("exists")))
+        drops = tuple(DropColumn(schema=schema, name=name, column=c.name, if_exists=bool(a.args.get("exists")))
                       for c in cols)
-        return drops[0] if len(drops) == 1 else Change("alter", schema, name, actions=drops)
+        return drops[0] if len(drops) == 1 else Alter(schema=schema, name=name, actions=drops)
     if isinstance(a, (exp.AlterSet,)):
-        return Change("noop", schema, name)  # TBLPROPERTIES etc.: Spark-catalog settings with no DuckLake meaning
+        return Noop(schema=schema, name=name)  # TBLPROPERTIES etc.: Spark-catalog settings with no DuckLake meaning
     return None
 
 
-def _several(tree: exp.Alter, kind: str, schema: str, name: str | None, actions: list[exp.Expression]) -> Change:
+def _several(tree: exp.Alter, kind: str, schema: str, name: str, actions: list[exp.Expression]) -> Alter:
     """An ALTER with several actions (ADD COLUMN a, DROP COLUMN b, ...): each action routed as its own ALTER, applied
     in order in one unit of work.
 
@@ -557,8 +717,8 @@ def _several(tree: exp.Alter, kind: str, schema: str, name: str | None, actions:
         if change is None:
             raise RoutingError(f"ALTER {kind} {schema}.{name}: the action {action.sql(dialect='spark')!r} is not "
                                "supported on a DuckLake table")
-        parts.extend(change.actions or (change,))
-    return Change("alter", schema, name, actions=tuple(parts))
+        parts.extend(change.actions if isinstance(change, Alter) else (change,))
+    return Alter(schema=schema, name=name, actions=tuple(parts))
 
 
 def _comment(tree: exp.Comment) -> Change | None:
@@ -569,8 +729,8 @@ def _comment(tree: exp.Comment) -> Change | None:
         parts = [p.name for p in col.parts] if isinstance(col, exp.Column) else []
         if len(parts) < 3:
             raise RoutingError(f"COMMENT ON COLUMN needs schema.table.column, got {col.sql(dialect='spark')!r}")
-        return Change("comment", parts[-3], parts[-2], column=parts[-1], comment=text)
+        return Comment(schema=parts[-3], name=parts[-2], column=parts[-1], text=text)
     schema, name = _target(tree.this)
-    if not schema or kind not in ("TABLE", "VIEW"):
+    if not schema or not name or kind not in ("TABLE", "VIEW"):
         return None
-    return Change("comment", schema, name, comment=text)
+    return Comment(schema=schema, name=name, text=text)

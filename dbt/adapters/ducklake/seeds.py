@@ -1,14 +1,26 @@
-"""Seed rows (an agate table, as dbt reads the CSV on the driver) as a Spark DataFrame of the seed's column types."""
+"""Seed rows (an agate table, as dbt reads the CSV on the driver) as a Spark DataFrame of the seed's column types, and
+the `Seed` change that labels their load."""
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
+
+from .router import Change
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seed(Change):
+    """A seed's table, created or replaced with the seed's rows. Not a routed statement (load_seed stages it itself):
+    a Change for the label of its operation in the commit message ("seed main.countries")."""
+
+    kind: ClassVar[str] = "seed"
 
 
 def _text(v: Any) -> str | None:
