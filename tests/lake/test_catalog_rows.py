@@ -8,7 +8,6 @@ a deliberate change of the rows: DUCKLAKE_WRITE_GOLDEN=1 pytest tests/lake/test_
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import json
 import os
@@ -126,7 +125,10 @@ class _Normaliser:
 
     def params(self, params: Any) -> Any:
         if isinstance(params, dict):
-            return {k: self.value(v) for k, v in params.items()}
+            out = {k: self.value(v) for k, v in params.items()}
+            if "did" in out:  # a delete file holds its data file's path: its size follows the temp directory's
+                out.update(size="<size>", footer="<size>")
+            return out
         if isinstance(params, list):
             return [self.params(p) for p in params]
         return params
