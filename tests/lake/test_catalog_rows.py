@@ -8,6 +8,7 @@ a deliberate change of the rows: DUCKLAKE_WRITE_GOLDEN=1 pytest tests/lake/test_
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import json
 import os
@@ -21,13 +22,22 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.ducklake.lake import catalog as catalog_module
+from dbt.adapters.ducklake.lake import operations as ops
 from dbt.adapters.ducklake.lake.arrow_types import plain_type
+from dbt.adapters.ducklake.lake.catalog_view import CatalogView
+from dbt.adapters.ducklake.lake.errors import (
+    NoSuchSchemaError,
+    NoSuchTableError,
+    SchemaEvolutionError,
+    SchemaExistsError,
+    TableExistsError,
+)
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.records import Column, TableInfo
 from dbt.adapters.ducklake.lake.writer import write_data_files
 
 ROOT = Path(__file__).resolve().parents[2]
-LAKE_PACKAGE = ROOT / "dbt" / "adapters" / "ducklake" / "lake"
+PACKAGE = ROOT / "dbt" / "adapters" / "ducklake"
 GOLDEN = ROOT / "tests" / "data"
 
 COLUMNS = [
@@ -162,3 +172,148 @@ def test_commit_statements_unchanged(backend: str, tmp_path: Path, monkeypatch: 
     assert len(got) == len(expected)
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, f"statement {i} differs"
+
+
+# (a) the staged view -----------------------------------------------------------------------------------------------
+@pytest.fixture
+def lake(tmp_path: Path) -> DuckLake:
+    data = tmp_path / "data"
+    data.mkdir()
+    lake = DuckLake.create(f"sqlite:///{tmp_path}/metadata.sqlite", str(data) + "/")
+    with lake.transaction() as tx:
+        tx.create_schema("s")
+        tx.create_table("s", "t", COLUMNS, partition_by=[("part", "identity")])
+    return lake
+
+
+def _refuse_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on, every way into the catalog raises."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the staged view touched the catalog")
+
+    for name in ("query", "execute", "read", "write"):
+        monkeypatch.setattr(catalog_module.CatalogDB, name, refuse)
+
+
+def test_staged_view_validates_without_a_catalog(lake: DuckLake, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = lake.snapshot()
+    _refuse_catalog(monkeypatch)
+    view = CatalogView(state)
+    assert not hasattr(view, "conn") and not hasattr(view, "db") and view.reader is None
+    staged: list[ops.DdlOperation] = [
+        ops.CreateSchema("s2"),
+        ops.CreateTable("s2", "n", tuple(COLUMNS[:2]), partition=(("id", "bucket(2)"),), comment="new"),
+        ops.AddColumn("s", "t", Column(0, "extra", "int64")),
+        ops.AlterColumn("s", "t", "name", new_name="label"),
+        ops.AlterColumn("s", "t", "part", new_type="int64"),
+        ops.DropColumn("s", "t", "info"),
+        ops.SetComment("s", "t", "c", column="id"),
+        ops.SetTag("s", "t", "owner", "me"),
+        ops.CreateView("s", "v", "SELECT 1", column_aliases=("x",)),
+        ops.RenameView("s", "v", "v2"),
+        ops.RenameTable("s", "t", "t2"),
+        ops.SetPartitioning("s", "t2", (("part", "identity"), ("id", "bucket(4)"))),
+        ops.DropSchema("s2", cascade=True),
+    ]
+    for op in staged:
+        op.apply(view)
+    t2 = view.table("s", "t2")
+    assert [c.name for c in t2.columns] == ["id", "label", "part", "extra"]
+    assert t2.column("extra").column_id == 7 and t2.column("part").type == "int64"
+    assert t2.partition is not None and len(t2.partition.fields) == 2
+    assert view.view("s", "v2").column_aliases == '"x"'
+    assert "s2" not in view.schemas and view.snapshot_id == state.snapshot_id + 1
+    # (as the builder has always had it: the altered id of s2.n stays after the cascade drops it)
+    assert view.changes.render() == (
+        'created_view:"s"."v",created_view:"s"."v2",created_table:"s"."t2",altered_table:2,altered_table:5')
+    bad: list[tuple[ops.DdlOperation, type[Exception]]] = [
+        (ops.CreateSchema("s"), SchemaExistsError),
+        (ops.CreateTable("s", "T2", tuple(COLUMNS)), TableExistsError),
+        (ops.CreateTable("nope", "x", tuple(COLUMNS)), NoSuchSchemaError),
+        (ops.DropTable("s", "t"), NoSuchTableError),
+        (ops.DropColumn("s", "t2", "part"), SchemaEvolutionError),
+        (ops.AlterColumn("s", "t2", "label", new_type="int32"), SchemaEvolutionError),
+        (ops.DropSchema("s"), SchemaExistsError),
+    ]
+    for op, error in bad:
+        with pytest.raises(error):
+            op.apply(view)
+
+
+def test_transaction_stages_without_a_catalog(lake: DuckLake, monkeypatch: pytest.MonkeyPatch) -> None:
+    tx = lake.transaction()  # reads its base snapshot; staging reads nothing more
+    _refuse_catalog(monkeypatch)
+    tx.add_column("s", "t", Column(0, "extra", "int64"))
+    tx.rename_table("s", "t", "t2")
+    tx.create_view("s", "v", "SELECT 1")
+    with pytest.raises(TableExistsError):
+        tx.create_view("s", "t2", "SELECT 2")
+    assert tx.table("s", "t2").column("extra").column_id == 7
+    tx.drop_view("s", "v")  # unstaged: the staged view is rebuilt, again without a catalog
+    assert tx.table("s", "t2").name == "t2"
+    tx.abandon()
+
+
+# (b) one writer per catalog table ----------------------------------------------------------------------------------
+CATALOG_TABLES = [
+    "ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_schema", "ducklake_table", "ducklake_column",
+    "ducklake_view", "ducklake_tag", "ducklake_column_tag", "ducklake_partition_info", "ducklake_partition_column",
+    "ducklake_schema_versions", "ducklake_table_stats", "ducklake_table_column_stats", "ducklake_inlined_data_tables",
+]
+FILE_TABLES = [
+    "ducklake_data_file", "ducklake_delete_file", "ducklake_file_column_stats", "ducklake_file_partition_value",
+    "ducklake_files_scheduled_for_deletion", "ducklake_column_mapping", "ducklake_name_mapping",
+]
+_WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE) \{p\}(\w*)", re.IGNORECASE)
+# statements whose table is not spelled out: each inlined-data table's own rows (not a catalog table of the lists),
+# and the DuckDB catalog's rewrite of the writers' many-row INSERTs as INSERT ... SELECT from Arrow
+DYNAMIC_WRITERS = {("lake/operations.py", "DeleteInlinedRows.apply"), ("lake/arrow_insert.py", "rewrite")}
+
+
+def _writers() -> tuple[dict[tuple[str, str], set[tuple[str, str]]], set[tuple[str, str]]]:
+    """{(table, INSERT|UPDATE): {(module, function)}} of the statements spelled out in the package's source, and the
+    (module, function)s of statements whose table is computed."""
+    static: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    dynamic: set[tuple[str, str]] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = str(path.relative_to(PACKAGE))
+        tree = ast.parse(path.read_text())
+
+        def visit(node: ast.AST, scope: str, module: str = module) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    visit(child, f"{scope}.{child.name}" if scope else child.name)
+                    continue
+                if isinstance(child, ast.JoinedStr) and child.values:
+                    first = child.values[0]
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        m = _WRITE.match(first.value)
+                        if m and (not m.group(2) or len(child.values) > 1 and not m.group(2).startswith("ducklake_")):
+                            dynamic.add((module, scope))
+                        elif m:
+                            static.setdefault((m.group(2), m.group(1).upper()), set()).add((module, scope))
+                    continue
+                if isinstance(child, ast.Constant) and isinstance(child.value, str):
+                    m = _WRITE.match(child.value)
+                    if m:
+                        static.setdefault((m.group(2), m.group(1).upper()), set()).add((module, scope))
+                visit(child, scope)
+
+        visit(tree, "")
+    return static, dynamic
+
+
+def test_each_catalog_table_has_one_writer() -> None:
+    static, dynamic = _writers()
+    assert dynamic <= DYNAMIC_WRITERS, f"statements whose table is computed: {sorted(dynamic - DYNAMIC_WRITERS)}"
+    for table in CATALOG_TABLES + FILE_TABLES:
+        owner = "lake/catalog_rows.py" if table in CATALOG_TABLES else "lake/file_rows.py"
+        found = {k: v for k, v in static.items() if k[0] == table}
+        assert found, f"nothing writes {table}"
+        for (_, verb), where in found.items():
+            assert {m for m, _ in where} == {owner}, f"{verb} {table} outside {owner}: {sorted(where)}"
+            assert len(where) == 1, f"{verb} {table} in more than one function: {sorted(where)}"
+    # the statements of the one writer are the only ones that name these tables
+    others = {k for k in static if k[0] not in CATALOG_TABLES + FILE_TABLES and k[0].startswith("ducklake_")}
+    assert {t for t, _ in others} <= {"ducklake_metadata", "ducklake_sort_info"}, sorted(others)
