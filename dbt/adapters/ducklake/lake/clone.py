@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import file_rows
+from . import catalog_rows, file_rows
 from .builder import CatalogBuilder
 from .deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
 from .errors import DuckLakeError
@@ -90,7 +90,6 @@ class CloneData(Operation):
     mode: str = HARD_LINK
     linked: int = field(default=0, init=False)  # what the last commit attempt did, for the caller's log
     copied: int = field(default=0, init=False)
-    ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
@@ -131,11 +130,9 @@ class CloneData(Operation):
                 _count(delta, spec.record_count, spec.file_size_bytes, spec.stats, leaves)
         delta.rows_added = max(delta.rows_added, self.next_row_id)
         if self.retired_columns:
-            b.add("INSERT INTO {p}ducklake_column VALUES (:cid, :sid, :sid, :tid, :ord, :name, :type, :init, :dflt, "
-                  ":nulls, :parent, :dtype, 'duckdb')",
-                  [{"cid": r[0], "sid": b.snapshot_id, "tid": info.table_id, "ord": r[1], "name": r[2], "type": r[3],
-                    "init": r[4], "dflt": r[5], "nulls": b.db.dialect.bool_param(bool(r[6])), "parent": r[7],
-                    "dtype": r[8]} for r in self.retired_columns])
+            b.add(*catalog_rows.columns(b.db.dialect, [
+                catalog_rows.ColumnRow(info.table_id, r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8])
+                for r in self.retired_columns], b.snapshot_id, ended=True))
         for key, value in sorted(self.source.tags.items()):
             b.set_tag(info.table_id, key, value, is_view=False)
         for cid, tags in sorted(self.source.column_tags.items()):

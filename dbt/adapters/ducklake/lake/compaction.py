@@ -132,7 +132,6 @@ class MergeAdjacent(Operation):
     table: str
     base: int
     merges: list[_Merge] = field(default_factory=list)
-    ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
@@ -296,7 +295,6 @@ class FlushInlined(Operation):
     files: list[_Flushed] = field(default_factory=list)
     inlined_tables: list[str] = field(default_factory=list)
     file_deletes: list[tuple[DataFile, _DeleteSpec]] = field(default_factory=list)
-    ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
@@ -310,7 +308,7 @@ class FlushInlined(Operation):
         for data_file, d in self.file_deletes:
             old = data_file.delete_file
             if old is not None:
-                b.add("DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": old.delete_file_id})
+                b.add(*file_rows.remove_delete_file(old.delete_file_id))
                 b.schedule_for_deletion([(old.delete_file_id, old.path)])
             _insert_delete_file(b, info, data_file.data_file_id, d)
         if self.file_deletes:

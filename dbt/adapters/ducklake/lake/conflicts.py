@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Connection
 
-from .builder import ChangeSet
 from .catalog import CatalogDB
+from .catalog_view import ChangeSet
 from .errors import CommitConflictError
 
 _TOKEN = re.compile(r'([a-z_]+):((?:"(?:[^"]|"")*"(?:\."(?:[^"]|"")*")?)|[0-9]+)')

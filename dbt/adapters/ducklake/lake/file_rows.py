@@ -1,9 +1,9 @@
 """The catalog rows of data and delete files: one writer per catalog table (as the reference's metadata manager).
 
-Each function gives the statement (SQL with `{p}`, and its parameter rows) that inserts rows of one catalog table;
-the caller runs it in its commit (`CatalogBuilder.add`) or, for maintenance that commits no snapshot, on its
-connection (`CatalogDB.execute`). Paths are stored relative to the table's directory (data and delete files) or to
-the data path (files scheduled for deletion) when they are inside it.
+Each function gives the statement (SQL with `{p}`, and its parameter rows) that inserts rows of one catalog table
+(or ends or removes them: `end_`, `remove_`); the caller runs it in its commit (`CatalogBuilder.add`) or, for
+maintenance that commits no snapshot, on its connection (`CatalogDB.execute`). Paths are stored relative to the
+table's directory (data and delete files) or to the data path (files scheduled for deletion) when they are inside it.
 """
 
 from __future__ import annotations
@@ -87,6 +87,34 @@ def delete_files(dialect: Dialect, rows: Sequence[DeleteFileRow]) -> Statement:
                        "footer": r.footer_size, "pmax": r.partial_max})
     return ("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, 'parquet', :n, "
             ":size, :footer, NULL, :pmax)", params)
+
+
+def end_data_files(snapshot_id: int, *, table_id: int | None = None, data_file_id: int | None = None
+                   ) -> tuple[str, dict[str, Any]]:
+    """End the live ducklake_data_file rows of a table, or one file's."""
+    where, params = _file_filter(table_id, data_file_id)
+    return "UPDATE {p}ducklake_data_file" + _LIVE + where, {**params, "sid": snapshot_id}
+
+
+def end_delete_files(snapshot_id: int, *, table_id: int | None = None, data_file_id: int | None = None
+                     ) -> tuple[str, dict[str, Any]]:
+    """End the live ducklake_delete_file rows of a table, or of one data file."""
+    where, params = _file_filter(table_id, data_file_id)
+    return "UPDATE {p}ducklake_delete_file" + _LIVE + where, {**params, "sid": snapshot_id}
+
+
+_LIVE = " SET end_snapshot = :sid WHERE end_snapshot IS NULL AND "
+
+
+def _file_filter(table_id: int | None, data_file_id: int | None) -> tuple[str, dict[str, Any]]:
+    if (table_id is None) == (data_file_id is None):
+        raise ValueError("end a table's files or one data file's, not both or neither")
+    return ("table_id = :id", {"id": table_id}) if table_id is not None else ("data_file_id = :f", {"f": data_file_id})
+
+
+def remove_delete_file(delete_file_id: int) -> tuple[str, dict[str, Any]]:
+    """DELETE a ducklake_delete_file row (a 1.0-style delete file replaced by one holding all its deletes)."""
+    return "DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": delete_file_id}
 
 
 def scheduled_for_deletion(dialect: Dialect, files: Sequence[tuple[int, str]], data_path: str,

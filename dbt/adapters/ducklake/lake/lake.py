@@ -8,13 +8,13 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from . import ddl
+from . import catalog_rows, ddl
 from .catalog import CatalogDB
 from .catalog_url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
 from .option_values import parse_interval, parse_size
 from .paths import as_dir, to_local
-from .records import Snapshot
+from .records import SchemaInfo, Snapshot
 from .state import LakeState, find_snapshot, list_snapshots, load_state
 from .state_advance import tables_changed
 
@@ -61,26 +61,17 @@ class DuckLake:
                 db.execute(conn, f"CREATE SCHEMA IF NOT EXISTS {db.prefix.rstrip('.')}")
             for stmt in ddl.CATALOG_TABLES:
                 db.execute(conn, db.dialect.ddl(stmt.replace("{schema}", db.prefix)))
-            now = dt.datetime.now(dt.timezone.utc)
-            db.execute(
-                conn,
-                "INSERT INTO {p}ducklake_snapshot VALUES (0, " + db.dialect.timestamp_literal_sql() + ", 0, 1, 0)",
-                {"ts": db.dialect.timestamp_param(now)},
-            )
-            db.execute(
-                conn,
-                "INSERT INTO {p}ducklake_snapshot_changes VALUES (0, 'created_schema:\"main\"', NULL, NULL, NULL)",
-            )
+            # snapshot 0 holds the schema main, as DuckDB's extension creates it
+            first = Snapshot(0, dt.datetime.now(dt.timezone.utc), 0, 1, 0, changes_made='created_schema:"main"')
+            db.execute(conn, *catalog_rows.snapshot(db.dialect, first))
+            db.execute(conn, *catalog_rows.snapshot_changes(first))
             rows = [("version", ddl.SPEC_VERSION), ("created_by", CREATED_BY), ("data_path", stored),
                     ("encrypted", "false")]
             rows += sorted((options or {}).items())
             db.execute(conn, "INSERT INTO {p}ducklake_metadata (key, value) VALUES (:k, :v)",
                        [{"k": k, "v": v} for k, v in rows])
-            db.execute(
-                conn,
-                "INSERT INTO {p}ducklake_schema VALUES (0, :u, 0, NULL, 'main', 'main/', :rel)",
-                {"u": db.dialect.uuid_param(uuid.uuid4()), "rel": db.dialect.bool_param(True)},
-            )
+            main = SchemaInfo(0, str(uuid.uuid4()), "main", "main/", True, 0)
+            db.execute(conn, *catalog_rows.schema(db.dialect, main, 0))
         return cls.open(loc, metadata_schema=metadata_schema)
 
     @classmethod

@@ -1,4 +1,5 @@
-"""Staged operations. Each applies itself to a CatalogBuilder; the commit replays them on the latest state."""
+"""Staged operations. DDL applies itself to the transaction's staged view as it is staged; at commit every operation
+replays on a CatalogBuilder (the view that also writes the rows) on the latest state."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from . import file_rows
 from .builder import CatalogBuilder
+from .catalog_view import CatalogView
 from .datafiles import DataFileSpec
 from .deletes import merge_positions, read_delete_file, write_delete_file
 from .errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
@@ -53,44 +55,52 @@ def promotion_allowed(source: str, target: str) -> bool:
 
 
 class Operation:
-    """A staged change. ddl operations also run at staging time, so later operations see their effect.
+    """A staged change, applied at commit to a CatalogBuilder on the latest state (a data operation: its rows need
+    the catalog, e.g. the table's live files).
 
     An operation on a table that existed when it was staged is bound to that table's id (bound_table_id), so a
     retried commit applies it to the same table even if another writer renamed it meanwhile, as the reference does.
     """
 
-    ddl = True
     bound_table_id: int | None = None
 
     def apply(self, b: CatalogBuilder) -> None:
         raise NotImplementedError
 
 
+class DdlOperation(Operation):
+    """A change of the catalog's objects: it applies to any CatalogView, so it also runs when staged (on the
+    transaction's staged view), and later operations see its effect; at commit the builder also writes its rows."""
+
+    def apply(self, b: CatalogView) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class CreateSchema(Operation):
+class CreateSchema(DdlOperation):
     name: str
     if_not_exists: bool = False
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.if_not_exists and self.name.lower() in (s.lower() for s in b.schemas):
             return
         b.create_schema(self.name)
 
 
 @dataclass
-class DropSchema(Operation):
+class DropSchema(DdlOperation):
     name: str
     cascade: bool = False
     if_exists: bool = False
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.if_exists and self.name.lower() not in (s.lower() for s in b.schemas):
             return
         b.drop_schema(self.name, self.cascade)
 
 
 @dataclass
-class CreateTable(Operation):
+class CreateTable(DdlOperation):
     schema: str
     name: str
     columns: tuple[Column, ...]
@@ -99,7 +109,7 @@ class CreateTable(Operation):
     replace: bool = False
     keep_column_ids: bool = False  # the columns carry their ids already (a clone)
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.replace:
             old = b.tables.get((self.schema, self.name))
             if old is not None:
@@ -113,59 +123,59 @@ class CreateTable(Operation):
 
 
 @dataclass
-class DropTable(Operation):
+class DropTable(DdlOperation):
     schema: str
     name: str
     if_exists: bool = False
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.if_exists and _bound_or_none(b, self, self.name) is None:
             return
         b.drop_table(bound_table(b, self, self.name))
 
 
 @dataclass
-class RenameTable(Operation):
+class RenameTable(DdlOperation):
     schema: str
     name: str
     new_name: str
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         b.rename_table(bound_table(b, self, self.name), self.new_name)
 
 
 @dataclass
-class SetPartitioning(Operation):
+class SetPartitioning(DdlOperation):
     schema: str
     name: str
     fields: tuple[tuple[str, str], ...] | None
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         b.set_partitioning(bound_table(b, self, self.name), self.fields)
 
 
 @dataclass
-class AddColumn(Operation):
+class AddColumn(DdlOperation):
     schema: str
     table: str
     column: Column
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         b.add_column(bound_table(b, self, self.table), self.column)
 
 
 @dataclass
-class DropColumn(Operation):
+class DropColumn(DdlOperation):
     schema: str
     table: str
     column: str
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         b.drop_column(bound_table(b, self, self.table), self.column)
 
 
 @dataclass
-class AlterColumn(Operation):
+class AlterColumn(DdlOperation):
     """Rename, change type (promotion only), set/drop default, set/drop NOT NULL of a top-level column."""
 
     schema: str
@@ -177,7 +187,7 @@ class AlterColumn(Operation):
     set_default: bool = False
     nullable: bool | None = None
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         info = bound_table(b, self, self.table)
         old = info.column(self.column)
         new = old
@@ -205,13 +215,13 @@ class AlterColumn(Operation):
 
 
 @dataclass
-class SetComment(Operation):
+class SetComment(DdlOperation):
     schema: str
     name: str
     comment: str | None
     column: str | None = None
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.column is None and (self.schema, self.name) in b.views:
             b.set_tag(b.view(self.schema, self.name).view_id, "comment", self.comment, is_view=True)
             return
@@ -223,7 +233,7 @@ class SetComment(Operation):
 
 
 @dataclass
-class SetTag(Operation):
+class SetTag(DdlOperation):
     """A tag (key/value) on a table or view; None removes it."""
 
     schema: str
@@ -231,7 +241,7 @@ class SetTag(Operation):
     key: str
     value: str | None
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if (self.schema, self.name) in b.views or ci_lookup(b.views, (self.schema, self.name)) is not None:
             b.set_tag(b.view(self.schema, self.name).view_id, self.key, self.value, is_view=True)
             return
@@ -240,7 +250,7 @@ class SetTag(Operation):
 
 
 @dataclass
-class CreateView(Operation):
+class CreateView(DdlOperation):
     schema: str
     name: str
     sql: str
@@ -249,7 +259,7 @@ class CreateView(Operation):
     replace: bool = False
     comment: str | None = None
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.replace:
             old = b.views.get((self.schema, self.name))
             if old is not None:
@@ -260,24 +270,24 @@ class CreateView(Operation):
 
 
 @dataclass
-class DropView(Operation):
+class DropView(DdlOperation):
     schema: str
     name: str
     if_exists: bool = False
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         if self.if_exists and (self.schema, self.name) not in b.views:
             return
         b.drop_view(b.view(self.schema, self.name))
 
 
 @dataclass
-class RenameView(Operation):
+class RenameView(DdlOperation):
     schema: str
     name: str
     new_name: str
 
-    def apply(self, b: CatalogBuilder) -> None:
+    def apply(self, b: CatalogView) -> None:
         b.rename_view(b.view(self.schema, self.name), self.new_name)
 
 
@@ -289,7 +299,6 @@ class AddDataFiles(Operation):
     schema: str
     table: str
     files: tuple[DataFileSpec, ...]
-    ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
@@ -347,7 +356,6 @@ class DeleteRows(Operation):
     table: str
     data_file_id: int
     positions: tuple[int, ...]
-    ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
@@ -366,8 +374,8 @@ class DeleteRows(Operation):
         b.changes.deleted_files.add(f.data_file_id)
         if len(already) + len(new) >= f.record_count:
             # every row gone: the reference ends the data file and writes no delete file
-            b.end_rows("ducklake_data_file", "data_file_id = :f", {"f": f.data_file_id})
-            b.end_rows("ducklake_delete_file", "data_file_id = :f", {"f": f.data_file_id})
+            b.add(*file_rows.end_data_files(b.snapshot_id, data_file_id=f.data_file_id))
+            b.add(*file_rows.end_delete_files(b.snapshot_id, data_file_id=f.data_file_id))
             return
         merged = merge_positions(existing, new, b.snapshot_id)
         directory = f.path.rsplit("/", 1)[0]
@@ -380,7 +388,7 @@ class DeleteRows(Operation):
         if existing is not None and f.delete_file is not None:
             # 1.0 style: the new file holds every delete with its snapshot; the old row goes, its file is scheduled
             old = f.delete_file
-            b.add("DELETE FROM {p}ducklake_delete_file WHERE delete_file_id = :d", {"d": old.delete_file_id})
+            b.add(*file_rows.remove_delete_file(old.delete_file_id))
             b.schedule_for_deletion([(old.delete_file_id, old.path)])
 
 
@@ -391,7 +399,6 @@ class DeleteInlinedRows(Operation):
     schema: str
     table: str
     row_ids: tuple[int, ...]
-    ddl = False
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
@@ -411,14 +418,14 @@ class DeleteInlinedRows(Operation):
         b.changes.inlined_deleted.add(info.table_id)
 
 
-def bound_table(b: CatalogBuilder, op: Operation, name: str) -> TableInfo:
+def bound_table(b: CatalogView, op: Operation, name: str) -> TableInfo:
     """The table an operation works on: by its bound id, else by name (a table created in this transaction)."""
     if op.bound_table_id is not None:
         return b.table_by_id(op.bound_table_id)
     return b.table(op.schema, name)  # type: ignore[attr-defined]
 
 
-def _bound_or_none(b: CatalogBuilder, op: Operation, name: str) -> TableInfo | None:
+def _bound_or_none(b: CatalogView, op: Operation, name: str) -> TableInfo | None:
     try:
         return bound_table(b, op, name)
     except NoSuchTableError:

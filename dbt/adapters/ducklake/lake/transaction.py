@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from . import commit_outcome
 from . import operations as ops
 from .builder import CatalogBuilder
+from .catalog_view import CatalogView
 from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
@@ -56,7 +57,7 @@ class Transaction:
         self.commit_extra_info = commit_extra_info
         self.base: LakeState = lake.snapshot(base_snapshot)
         self._ops: list[ops.Operation] = []
-        self._staged = CatalogBuilder(lake.db, None, self.base)  # type: ignore[arg-type]
+        self._staged = CatalogView(self.base)  # validates staged DDL; the commit replays it with the catalog
         self._closed = False
         self.committed: Snapshot | None = None
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
@@ -158,7 +159,7 @@ class Transaction:
 
     def _record(self, op: ops.Operation) -> None:
         """Apply a (bound) operation to the staged view, or note what a data operation touches, and keep it."""
-        if op.ddl:
+        if isinstance(op, ops.DdlOperation):
             op.apply(self._staged)  # validates now, with a clear error, before anything is written
         else:
             # data operations run at commit; here they only check the table and note what they touch
@@ -235,7 +236,7 @@ class Transaction:
                 continue
             kept.append(op)
         self._ops = []
-        self._staged = CatalogBuilder(self.lake.db, None, self.base)  # type: ignore[arg-type]
+        self._staged = CatalogView(self.base)
         for op in kept:
             if any(op is r for r in replaced):
                 objects = self._staged.tables if isinstance(op, ops.DropTable) else self._staged.views
@@ -505,10 +506,7 @@ class Transaction:
 
     def _snapshot(self, builder: CatalogBuilder) -> Snapshot:
         """The snapshot a successful attempt wrote, as the catalog has it (built here: no read that could fail)."""
-        return Snapshot(snapshot_id=builder.snapshot_id, snapshot_time=builder.now,
-                        schema_version=builder.schema_version, next_catalog_id=builder.next_catalog_id,
-                        next_file_id=builder.next_file_id, changes_made=builder.changes.render(), author=self.author,
-                        commit_message=self.commit_message, commit_extra_info=self.commit_extra_info)
+        return builder.record(self.author, self.commit_message, self.commit_extra_info)
 
     def _attempt(self, builder: CatalogBuilder, backend_pid: int | None) -> commit_outcome.CommitAttempt:
         files = [f.path for op in self._ops if isinstance(op, ops.AddDataFiles) for f in op.files]

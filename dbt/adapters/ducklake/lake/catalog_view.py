@@ -1,0 +1,430 @@
+"""The working catalog of a transaction: what it creates, drops and changes, checked as it goes; no SQL.
+
+A CatalogView starts from a state of the lake and the counters of its snapshot. Operations validate themselves
+against it and change it; a transaction keeps one as its staged view. At commit, the same operations replay on a
+CatalogBuilder (lake/builder), the view that also records the rows of what changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy.engine import Connection
+
+from .catalog import CatalogDB
+from .errors import (
+    NoSuchSchemaError,
+    NoSuchTableError,
+    SchemaEvolutionError,
+    SchemaExistsError,
+    TableExistsError,
+)
+from .paths import table_directory, uuid7
+from .records import Column, ColumnStats, DataFile, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
+from .state import LakeState, ci_lookup, load_files
+
+
+def quote(name: str) -> str:
+    """A name in a change string: double-quoted, '"' doubled (DuckDB's KeywordHelper::WriteQuoted)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class ChangeSet:
+    """What a commit changed, in the categories DuckDB's change strings and conflict rules use."""
+
+    created_schemas: list[str] = field(default_factory=list)
+    dropped_schemas: set[int] = field(default_factory=set)
+    created_tables: list[tuple[str, str, bool]] = field(default_factory=list)  # (schema, name, is_view)
+    dropped_tables: set[int] = field(default_factory=set)
+    dropped_views: set[int] = field(default_factory=set)
+    inserted_tables: set[int] = field(default_factory=set)
+    deleted_tables: set[int] = field(default_factory=set)
+    altered_tables: set[int] = field(default_factory=set)
+    altered_views: set[int] = field(default_factory=set)
+    inlined_inserted: set[int] = field(default_factory=set)
+    inlined_deleted: set[int] = field(default_factory=set)
+    inline_flushed: set[int] = field(default_factory=set)  # maintenance: flush_inlined_data
+    merged_adjacent: set[int] = field(default_factory=set)  # maintenance: merge_adjacent_files
+    deleted_files: set[int] = field(default_factory=set)  # data files we delete rows from (for conflict checks)
+    # for conflict checks only: names of schemas we drop, ids of existing schemas we create entries in
+    dropped_schema_names: set[str] = field(default_factory=set)
+    created_in_schemas: set[int] = field(default_factory=set)
+
+    def render(self) -> str:
+        """The ducklake_snapshot_changes.changes_made string, in the reference's order."""
+        parts = [f"dropped_schema:{i}" for i in sorted(self.dropped_schemas)]
+        parts += [f"dropped_table:{i}" for i in sorted(self.dropped_tables)]
+        parts += [f"dropped_view:{i}" for i in sorted(self.dropped_views)]
+        parts += [f"created_schema:{quote(s)}" for s in self.created_schemas]
+        parts += [
+            f"created_{'view' if is_view else 'table'}:{quote(s)}.{quote(n)}" for s, n, is_view in self.created_tables
+        ]
+        parts += [f"inserted_into_table:{i}" for i in sorted(self.inserted_tables)]
+        parts += [f"deleted_from_table:{i}" for i in sorted(self.deleted_tables)]
+        parts += [f"altered_table:{i}" for i in sorted(self.altered_tables)]
+        parts += [f"altered_view:{i}" for i in sorted(self.altered_views)]
+        parts += [f"inlined_insert:{i}" for i in sorted(self.inlined_inserted)]
+        parts += [f"inlined_delete:{i}" for i in sorted(self.inlined_deleted)]
+        parts += [f"inline_flush:{i}" for i in sorted(self.inline_flushed)]
+        parts += [f"merge_adjacent:{i}" for i in sorted(self.merged_adjacent)]
+        return ",".join(parts)
+
+    @property
+    def empty(self) -> bool:
+        return not self.render()
+
+    def without_created(self, table_ids: set[int], view_ids: set[int]) -> ChangeSet:
+        """A copy without the ids of tables and views this transaction creates, for conflict checks: they are
+        provisional (a retry gives them fresh ids), and another writer's object may hold the same id meanwhile."""
+        out = replace(self)
+        for name in ("inserted_tables", "deleted_tables", "altered_tables", "inlined_inserted", "inlined_deleted",
+                     "dropped_tables"):
+            setattr(out, name, getattr(self, name) - table_ids)
+        for name in ("altered_views", "dropped_views"):
+            setattr(out, name, getattr(self, name) - view_ids)
+        return out
+
+
+@dataclass
+class StatsDelta:
+    """Changes to one table's ducklake_table_stats / ducklake_table_column_stats rows."""
+
+    record_count: int = 0
+    file_size_bytes: int = 0
+    rows_added: int = 0  # next_row_id advance
+    file_stats: dict[int, list[ColumnStats]] = field(default_factory=dict)  # per column, in file order
+    unknown_bounds: set[int] = field(default_factory=set)  # columns with values whose min/max are not known
+
+
+class CatalogReader:
+    """The catalog's rows a commit reads beyond its state (inside the commit's transaction, on its connection)."""
+
+    def __init__(self, db: CatalogDB, conn: Connection) -> None:
+        self.db = db
+        self.conn = conn
+
+    def max_column_id(self, table_id: int) -> int:
+        """The highest column id the table ever had (dropped columns included); 0 if none."""
+        rows = self.db.query(self.conn, "SELECT max(column_id) FROM {p}ducklake_column WHERE table_id = :t",
+                             {"t": table_id})
+        return rows[0][0] or 0
+
+    def live_files(self, state: LakeState, table: TableInfo) -> list[DataFile]:
+        return load_files(self.db, self.conn, state, table)
+
+    def table_stats(self, table_id: int) -> tuple[int, int, int] | None:
+        """(record_count, next_row_id, file_size_bytes) of the table's stats row, if it has one."""
+        rows = self.db.query(
+            self.conn,
+            "SELECT record_count, next_row_id, file_size_bytes FROM {p}ducklake_table_stats WHERE table_id = :t",
+            {"t": table_id},
+        )
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+    def table_column_stats(self, table_id: int) -> dict[int, TableColumnStats]:
+        rd = self.db.dialect.read_bool
+        return {
+            r[0]: TableColumnStats(table_id, r[0], rd(r[1]), rd(r[2]), r[3], r[4])
+            for r in self.db.query(
+                self.conn,
+                "SELECT column_id, contains_null, contains_nan, min_value, max_value "
+                "FROM {p}ducklake_table_column_stats WHERE table_id = :t",
+                {"t": table_id},
+            )
+        }
+
+    def inlining_limits(self) -> dict[tuple[str | None, int | None], str]:
+        """The data_inlining_row_limit options by (scope, scope id): ('table', id), ('schema', id), (None, None)."""
+        return {(r[0], r[1]): r[2] for r in self.db.query(
+            self.conn, "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = 'data_inlining_row_limit'")}
+
+
+class CatalogView:
+    """The working catalog of one transaction or commit attempt: schemas, tables and views as changed so far, the
+    id counters, the ChangeSet, and what needs a schema_versions row or a stats change.
+
+    reader: the catalog, for what the state does not hold (the ids of columns dropped before it). Without one (a
+    transaction's staged view) a new column's id is provisional; the commit replays the operations with one.
+    """
+
+    def __init__(self, latest: LakeState, reader: CatalogReader | None = None) -> None:
+        self.latest = latest
+        self.reader = reader
+        snap = latest.snapshot
+        self.snapshot_id = snap.snapshot_id + 1
+        self.base_schema_version = snap.schema_version
+        self.next_catalog_id = snap.next_catalog_id
+        self.next_file_id = snap.next_file_id
+        self.schemas: dict[str, SchemaInfo] = dict(latest.schemas)
+        self.tables: dict[tuple[str, str], TableInfo] = dict(latest.tables)
+        self.views: dict[tuple[str, str], ViewInfo] = dict(latest.views)
+        self.changes = ChangeSet()
+        self.schema_changed = False
+        self.schema_version_tables: set[int] = set()  # tables that get a ducklake_schema_versions row
+        self.stats: dict[int, StatsDelta] = {}
+        self.created_table_ids: set[int] = set()
+        self.created_view_ids: set[int] = set()
+        self._assigned_column_ids: dict[int, list[int]] = {}  # column ids given out by this commit, per table
+
+    # ids -------------------------------------------------------------------------------------------------------
+    def catalog_id(self) -> int:
+        cid = self.next_catalog_id
+        self.next_catalog_id += 1
+        return cid
+
+    def file_id(self) -> int:
+        fid = self.next_file_id
+        self.next_file_id += 1
+        return fid
+
+    def ddl_change(self, table_id: int | None = None, schema_row: bool = True) -> None:
+        """Record a schema change: a new schema_version, and a schema_versions row for the table if asked."""
+        self.schema_changed = True
+        if table_id is not None and schema_row:
+            self.schema_version_tables.add(table_id)
+
+    @property
+    def schema_version(self) -> int:
+        return self.base_schema_version + (1 if self.schema_changed else 0)
+
+    # lookups -------------------------------------------------------------------------------------------------
+    def schema(self, name: str) -> SchemaInfo:
+        found = ci_lookup(self.schemas, name)
+        if found is None:
+            raise NoSuchSchemaError(f"schema {name!r} does not exist")
+        return found
+
+    def table(self, schema: str, name: str) -> TableInfo:
+        found = ci_lookup(self.tables, (schema, name))
+        if found is None:
+            raise NoSuchTableError(f"table {schema}.{name} does not exist")
+        return found
+
+    def table_by_id(self, table_id: int) -> TableInfo:
+        for t in self.tables.values():
+            if t.table_id == table_id:
+                return t
+        raise NoSuchTableError(f"table id {table_id} does not exist (was it dropped by another writer?)")
+
+    def table_path(self, info: TableInfo) -> str:
+        """The directory of a table as this view has it (its schema may be created in this transaction)."""
+        schema = next(s for s in self.schemas.values() if s.schema_id == info.schema_id)
+        return table_directory(self.latest.data_path, schema, info)
+
+    def view(self, schema: str, name: str) -> ViewInfo:
+        found = ci_lookup(self.views, (schema, name))
+        if found is None:
+            raise NoSuchTableError(f"view {schema}.{name} does not exist")
+        return found
+
+    def check_free(self, schema: str, name: str) -> None:
+        if ci_lookup(self.tables, (schema, name)) is not None:
+            raise TableExistsError(f"table {schema}.{name} already exists")
+        if ci_lookup(self.views, (schema, name)) is not None:
+            raise TableExistsError(f"a view {schema}.{name} already exists")
+
+    def note_created_in(self, schema: SchemaInfo) -> None:
+        if schema.begin_snapshot < self.snapshot_id:  # an existing schema another writer could drop
+            self.changes.created_in_schemas.add(schema.schema_id)
+
+    # schemas -----------------------------------------------------------------------------------------------
+    def create_schema(self, name: str) -> SchemaInfo:
+        if ci_lookup(self.schemas, name) is not None:
+            raise SchemaExistsError(f"schema {name!r} already exists")
+        info = SchemaInfo(self.catalog_id(), str(uuid7()), name, name + "/", True, self.snapshot_id)
+        self.schemas[name] = info
+        self.changes.created_schemas.append(name)
+        self.ddl_change()
+        return info
+
+    def drop_schema(self, name: str, cascade: bool) -> None:
+        info = self.schema(name)
+        members = [t for t in self.tables.values() if t.schema_id == info.schema_id]
+        views = [v for v in self.views.values() if v.schema_id == info.schema_id]
+        if (members or views) and not cascade:
+            names = ", ".join(sorted([t.name for t in members] + [v.name for v in views]))
+            raise SchemaExistsError(f"schema {info.name!r} is not empty ({names}); drop it with cascade")
+        for t in members:
+            self.drop_table(t)
+        for v in views:
+            self.drop_view(v)
+        del self.schemas[info.name]
+        if info.name in self.changes.created_schemas:  # created and dropped in this transaction: nothing to say
+            self.changes.created_schemas.remove(info.name)
+        else:
+            self.changes.dropped_schemas.add(info.schema_id)
+            self.changes.dropped_schema_names.add(info.name)
+        self.ddl_change()
+
+    # tables --------------------------------------------------------------------------------------------------
+    def create_table(
+        self, schema: str, name: str, columns: Sequence[Column], partition: Sequence[tuple[str, str]] | None,
+        keep_column_ids: bool = False,
+    ) -> TableInfo:
+        info = self.new_table(schema, name, columns, keep_column_ids)
+        if partition:
+            info = self.set_partitioning(info, partition)
+        return info
+
+    def new_table(self, schema: str, name: str, columns: Sequence[Column], keep_column_ids: bool) -> TableInfo:
+        """A new table, unpartitioned (create_table's first step)."""
+        s = self.schema(schema)
+        self.check_free(s.name, name)
+        tid = self.catalog_id()
+        # a clone keeps its source's column ids: its files carry them as field ids
+        cols = tuple(columns) if keep_column_ids else assign_column_ids(columns, 1)
+        info = TableInfo(tid, str(uuid7()), s.schema_id, s.name, name, name + "/", True, self.snapshot_id, cols)
+        self.tables[(s.name, name)] = info
+        self.created_table_ids.add(tid)
+        self.changes.created_tables.append((s.name, name, False))
+        self.note_created_in(s)
+        self.ddl_change(tid)
+        return info
+
+    def replace_table(self, old: TableInfo, new: TableInfo) -> TableInfo:
+        del self.tables[(old.schema_name, old.name)]
+        self.tables[(new.schema_name, new.name)] = new
+        return new
+
+    def drop_table(self, info: TableInfo) -> None:
+        del self.tables[(info.schema_name, info.name)]
+        if info.table_id in self.created_table_ids:  # created and dropped in this transaction
+            self.changes.created_tables = [c for c in self.changes.created_tables
+                                           if (c[0], c[1], c[2]) != (info.schema_name, info.name, False)]
+        else:
+            self.changes.dropped_tables.add(info.table_id)
+        self.ddl_change()
+
+    def rename_table(self, info: TableInfo, new_name: str) -> TableInfo:
+        self.check_free(info.schema_name, new_name)
+        self.changes.created_tables.append((info.schema_name, new_name, False))
+        self.ddl_change(info.table_id)
+        return self.replace_table(info, replace(info, name=new_name))
+
+    def set_partitioning(self, info: TableInfo, fields: Sequence[tuple[str, str]] | None) -> TableInfo:
+        spec = None
+        if fields:
+            from .partitioning import validate_transform
+            from .records import PartitionField, PartitionSpec
+
+            pf = tuple(
+                PartitionField(i, info.column(c).column_id, validate_transform(info.column(c), t))
+                for i, (c, t) in enumerate(fields)
+            )
+            spec = PartitionSpec(self.catalog_id(), pf)
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, partition=spec))
+
+    def altered(self, table_id: int, schema_row: bool = True) -> None:
+        # also for a table created in this commit, as the reference writes it (created_table:…,altered_table:<id>)
+        self.changes.altered_tables.add(table_id)
+        self.ddl_change(table_id, schema_row)
+
+    # columns -------------------------------------------------------------------------------------------------
+    def next_column_id(self, info: TableInfo) -> int:
+        """The id a new column gets: above every id the table ever had, dropped columns' included, as the
+        reference's GetNextColumnId (a reused id would map old files' data of a dropped column to the new one).
+        Those dropped before this view's state only the catalog knows: without a reader, the id is provisional."""
+        top = info.max_column_id()
+        if self.reader is not None and info.table_id not in self.created_table_ids:
+            top = max(top, self.reader.max_column_id(info.table_id))
+        top = max([top, *self._assigned_column_ids.get(info.table_id, [])])
+        return top + 1
+
+    def add_column(self, info: TableInfo, column: Column) -> TableInfo:
+        if any(c.name.lower() == column.name.lower() for c in info.columns):
+            raise TableExistsError(f"table {info.schema_name}.{info.name} already has a column {column.name!r}")
+        (col,) = assign_column_ids([column], self.next_column_id(info))
+        self._assigned_column_ids.setdefault(info.table_id, []).extend(c.column_id for c in col.walk())
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=info.columns + (col,)))
+
+    def drop_column(self, info: TableInfo, name: str) -> TableInfo:
+        col = info.column(name)
+        if len(info.columns) == 1:
+            raise SchemaEvolutionError(f"cannot drop {name!r}: it is the only column of {info.schema_name}.{info.name}")
+        if info.partition and any(f.column_id == col.column_id for f in info.partition.fields):
+            raise SchemaEvolutionError(f"cannot drop {name!r}: table {info.name} is partitioned by it")
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=tuple(c for c in info.columns if c is not col)))
+
+    def replace_column(self, info: TableInfo, old: Column, new: Column) -> TableInfo:
+        """A column's new version (same id): rename, type, default, nullability."""
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=_swap(info.columns, old.column_id, new)))
+
+    # views ---------------------------------------------------------------------------------------------------
+    def create_view(self, schema: str, name: str, sql: str, dialect: str, aliases: Sequence[str]) -> ViewInfo:
+        s = self.schema(schema)
+        self.check_free(s.name, name)
+        vid = self.catalog_id()
+        alias_text = ",".join(quote(a) for a in aliases)
+        info = ViewInfo(vid, str(uuid7()), s.schema_id, s.name, name, dialect, sql, alias_text, self.snapshot_id)
+        self.views[(s.name, name)] = info
+        self.created_view_ids.add(vid)
+        self.changes.created_tables.append((s.name, name, True))
+        self.note_created_in(s)
+        self.ddl_change()
+        return info
+
+    def drop_view(self, info: ViewInfo) -> None:
+        del self.views[(info.schema_name, info.name)]
+        self.changes.dropped_views.add(info.view_id)
+        self.ddl_change()
+
+    def rename_view(self, info: ViewInfo, new_name: str) -> ViewInfo:
+        self.check_free(info.schema_name, new_name)
+        new = replace(info, name=new_name, begin_snapshot=self.snapshot_id)
+        del self.views[(info.schema_name, info.name)]
+        self.views[(info.schema_name, new_name)] = new
+        self.changes.created_tables.append((info.schema_name, new_name, True))
+        self.ddl_change()
+        return new
+
+    # comments and tags ---------------------------------------------------------------------------------------
+    def set_tag(self, object_id: int, key: str, value: str | None, is_view: bool) -> None:
+        if is_view:
+            self.changes.altered_views.add(object_id)
+            self.ddl_change()
+        else:
+            self.altered(object_id, schema_row=False)
+
+    def set_column_tag(self, info: TableInfo, column_id: int, key: str, value: str | None) -> None:
+        self.altered(info.table_id, schema_row=False)
+
+    # stats ---------------------------------------------------------------------------------------------------
+    def stats_delta(self, table_id: int) -> StatsDelta:
+        return self.stats.setdefault(table_id, StatsDelta())
+
+
+def assign_column_ids(columns: Sequence[Column], first: int) -> tuple[Column, ...]:
+    """Give columns ids depth first, parent before children, starting at first (as DuckDB numbers them)."""
+    counter = [first]
+
+    def assign(col: Column) -> Column:
+        cid = counter[0]
+        counter[0] += 1
+        kids = tuple(assign(c) for c in col.children)
+        return replace(col, column_id=cid, children=kids)
+
+    return tuple(assign(c) for c in columns)
+
+
+def parent_of(columns: Sequence[Column], column_id: int) -> int | None:
+    """The id of the column whose child has this id; None for a top-level column."""
+    for top in columns:
+        for node in top.walk():
+            if any(ch.column_id == column_id for ch in node.children):
+                return node.column_id
+    return None
+
+
+def _swap(columns: Sequence[Column], column_id: int, new: Column) -> tuple[Column, ...]:
+    def sw(c: Column) -> Column:
+        if c.column_id == column_id:
+            return new
+        return replace(c, children=tuple(sw(ch) for ch in c.children)) if c.children else c
+
+    return tuple(sw(c) for c in columns)
