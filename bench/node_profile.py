@@ -386,7 +386,7 @@ ORDER = ["seed", "table model", "view model", "incremental model", "data test", 
 
 def markdown(summary: dict[str, Any]) -> str:
     kinds = [k for k in ORDER if k in summary] + [k for k in summary if k not in ORDER]
-    cols = ["catalog", "commit", "views", "spark_jobs", "spark_sql", "route", "cursor", "writes", "adapter", "dbt"]
+    cols = ["catalog", "views", "spark_jobs", "spark_sql", "route", "cursor", "writes", "adapter", "dbt"]
     lines = ["| node type | n | median s | p90 s | " + " | ".join(cols) + " |",
              "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in cols) + " |"]
     for k in kinds:
