@@ -34,6 +34,9 @@ class DuckLake:
         self.options = options  # global ducklake_metadata rows (version, data_path, encrypted, set_option values)
         self._unknown: list[CommitAttempt] = []  # commits whose outcome could not be read yet
         self._unknown_lock = threading.Lock()
+        # the last state loaded at the latest snapshot: while no commit follows, a transaction's base and the Spark
+        # names' state are this one object instead of a full catalog load each (states are read-only)
+        self._latest: LakeState | None = None
 
     # opening -----------------------------------------------------------------------------------------------
     @classmethod
@@ -156,7 +159,14 @@ class DuckLake:
         """
         with self.db.read() as conn:
             snap = find_snapshot(self.db, conn, version, timestamp)
-            return load_state(self.db, conn, snap, self.data_path)
+            latest = version is None and timestamp is None
+            cached = self._latest
+            if latest and cached is not None and _same_snapshot(cached.snapshot, snap):
+                return cached
+            state = load_state(self.db, conn, snap, self.data_path)
+        if latest:
+            self._latest = state
+        return state
 
     def advance(self, state: LakeState | None) -> tuple[LakeState, frozenset[int] | None]:
         """The lake at its latest snapshot and the ids of the tables changed since `state` (None: unknown, treat all
@@ -166,9 +176,14 @@ class DuckLake:
         with self.db.read() as conn:
             latest = find_snapshot(self.db, conn)
             old = state.snapshot if state is not None else None
-            if old is not None and (old.snapshot_id, old.snapshot_time) == (latest.snapshot_id, latest.snapshot_time):
+            if old is not None and _same_snapshot(old, latest):
                 return state, frozenset()  # type: ignore[return-value]
-            new = load_state(self.db, conn, latest, self.data_path)
+            cached = self._latest
+            if cached is not None and _same_snapshot(cached.snapshot, latest):
+                new = cached  # loaded since by snapshot() (a transaction's base): the same snapshot's state
+            else:
+                new = load_state(self.db, conn, latest, self.data_path)
+                self._latest = new
             if state is None:
                 return new, None
             changed = tables_changed(self.db, conn, state.snapshot, latest)
@@ -260,6 +275,11 @@ class DuckLake:
     def close(self) -> None:
         self.db.dispose()
 
+
+
+def _same_snapshot(a: Snapshot, b: Snapshot) -> bool:
+    """The same snapshot: by id and time (a catalog restored from a copy can hold another snapshot under the same id)."""
+    return (a.snapshot_id, a.snapshot_time) == (b.snapshot_id, b.snapshot_time)
 
 
 def _option_text(name: str, value: Any) -> str:
