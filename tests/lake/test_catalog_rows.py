@@ -242,9 +242,9 @@ def test_staged_view_validates_without_a_catalog(lake: DuckLake, monkeypatch: py
 
 
 def test_transaction_stages_without_a_catalog(lake: DuckLake, monkeypatch: pytest.MonkeyPatch) -> None:
-    tx = lake.transaction()  # reads its base snapshot; staging reads nothing more
+    tx = lake.transaction()  # reads its base snapshot; staging reads one thing more:
+    tx.add_column("s", "t", Column(0, "extra", "int64"))  # the highest column id the table ever had (ColumnIdReader)
     _refuse_catalog(monkeypatch)
-    tx.add_column("s", "t", Column(0, "extra", "int64"))
     tx.rename_table("s", "t", "t2")
     tx.create_view("s", "v", "SELECT 1")
     with pytest.raises(TableExistsError):

@@ -76,3 +76,31 @@ def test_merge_into_a_new_table_refuses_several_matches(spark: SparkSession, tmp
     work.rollback()
     assert not lake.snapshot().tables
     lake.close()
+
+
+def test_a_column_added_after_a_drop_keeps_the_rows_written_in_the_same_unit(spark: SparkSession,
+                                                                               file_catalog_url: str,
+                                                                               data_path: str) -> None:
+    """ADD COLUMN then INSERT in one unit (dbt's on_schema_change inside a model's transaction) on a table that
+    dropped a column before: the new column's id is above the dropped one's (the reference never reuses an id), and
+    the files written in the unit carry that same id, so DuckDB reads the new column's values (not NULL)."""
+    from dbt.adapters.ducklake.lake.records import Column
+    from tests.support import reference
+
+    lake = DuckLake.create(file_catalog_url, data_path)
+    with LakeWork(spark, lake) as work:
+        work.create_table_as("main", "t", spark.sql("SELECT CAST(id AS INT) AS a, CAST(id AS INT) AS b, "
+                                                    "CAST(id AS INT) AS c FROM range(3)"))
+    with LakeWork(spark, lake) as work:
+        work.drop_column("main", "t", "c")
+    with LakeWork(spark, lake) as work:
+        work.add_columns("main", "t", [Column(0, "d", "varchar")])
+        work.insert("main", "t", spark.sql("SELECT 10 AS a, 20 AS b, 'new' AS d"))
+    info = lake.snapshot().table("main", "t")
+    assert info.column("d").column_id == 4  # a:1, b:2, c:3 (dropped), d:4
+    assert _rows(lake, "t") == [(0, 0, None), (1, 1, None), (2, 2, None), (10, 20, "new")]
+    lake.close()
+    with reference.attached(file_catalog_url, read_only=True) as con:
+        assert sorted(con.execute("SELECT a, b, d FROM lake.main.t").fetchall(), key=str) == sorted(
+            [(0, 0, None), (1, 1, None), (2, 2, None), (10, 20, "new")], key=str)
+    assert violations(file_catalog_url) == []

@@ -141,15 +141,33 @@ class CatalogReader:
             self.conn, "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = 'data_inlining_row_limit'")}
 
 
+class ColumnIdReader:
+    """A transaction's staged view asks the catalog one thing its state does not hold: the highest id a table's
+    columns ever had, dropped ones included. A column added in the transaction gets its id from it, and files written
+    in the same transaction carry that id as a field id, so it must be the id the commit gives (a lower one would
+    leave the column's values unreadable). One short read per table; nothing else of the view reads the catalog.
+    """
+
+    def __init__(self, db: CatalogDB) -> None:
+        self.db = db
+        self._known: dict[int, int] = {}  # one answer per table for the whole transaction (its replays too)
+
+    def max_column_id(self, table_id: int) -> int:
+        if table_id not in self._known:
+            with self.db.read() as conn:
+                self._known[table_id] = CatalogReader(self.db, conn).max_column_id(table_id)
+        return self._known[table_id]
+
+
 class CatalogView:
     """The working catalog of one transaction or commit attempt: schemas, tables and views as changed so far, the
     id counters, the ChangeSet, and what needs a schema_versions row or a stats change.
 
-    reader: the catalog, for what the state does not hold (the ids of columns dropped before it). Without one (a
-    transaction's staged view) a new column's id is provisional; the commit replays the operations with one.
+    reader: the catalog, for what the state does not hold (the ids of columns dropped before it): a commit's
+    CatalogReader, or a transaction's ColumnIdReader. Without one a new column's id only knows the state's columns.
     """
 
-    def __init__(self, latest: LakeState, reader: CatalogReader | None = None) -> None:
+    def __init__(self, latest: LakeState, reader: CatalogReader | ColumnIdReader | None = None) -> None:
         self.latest = latest
         self.reader = reader
         snap = latest.snapshot
@@ -326,7 +344,7 @@ class CatalogView:
     def next_column_id(self, info: TableInfo) -> int:
         """The id a new column gets: above every id the table ever had, dropped columns' included, as the
         reference's GetNextColumnId (a reused id would map old files' data of a dropped column to the new one).
-        Those dropped before this view's state only the catalog knows: without a reader, the id is provisional."""
+        Those dropped before this view's state only the catalog knows (see ColumnIdReader)."""
         top = info.max_column_id()
         if self.reader is not None and info.table_id not in self.created_table_ids:
             top = max(top, self.reader.max_column_id(info.table_id))

@@ -159,9 +159,18 @@ class AddColumn(DdlOperation):
     schema: str
     table: str
     column: Column
+    staged_ids: tuple[int, ...] | None = None  # the ids staging gave the column (its tree): files may carry them
 
     def apply(self, b: CatalogView) -> None:
-        b.add_column(bound_table(b, self, self.table), self.column)
+        info = b.add_column(bound_table(b, self, self.table), self.column)
+        ids = tuple(c.column_id for c in info.columns[-1].walk())
+        if self.staged_ids is None:
+            self.staged_ids = ids
+        elif ids != self.staged_ids:
+            # another writer's columns took the ids this transaction's files were written with
+            raise CommitConflictError(f"the column {self.column.name!r} added to {self.schema}.{self.table} would get "
+                                      f"column ids {list(ids)} at commit, but was staged (and its data written) with "
+                                      f"{list(self.staged_ids)}: another writer changed the table's columns")
 
 
 @dataclass

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from . import commit_outcome
 from . import operations as ops
 from .builder import CatalogBuilder
-from .catalog_view import CatalogView
+from .catalog_view import CatalogView, ColumnIdReader
 from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
@@ -57,7 +57,10 @@ class Transaction:
         self.commit_extra_info = commit_extra_info
         self.base: LakeState = lake.snapshot(base_snapshot)
         self._ops: list[ops.Operation] = []
-        self._staged = CatalogView(self.base)  # validates staged DDL; the commit replays it with the catalog
+        # validates staged DDL and gives new columns the ids the commit gives them (files written in the transaction
+        # carry them); the commit replays the operations on the catalog
+        self._column_ids = ColumnIdReader(lake.db)
+        self._staged = CatalogView(self.base, self._column_ids)
         self._closed = False
         self.committed: Snapshot | None = None
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
@@ -236,7 +239,7 @@ class Transaction:
                 continue
             kept.append(op)
         self._ops = []
-        self._staged = CatalogView(self.base)
+        self._staged = CatalogView(self.base, self._column_ids)
         for op in kept:
             if any(op is r for r in replaced):
                 objects = self._staged.tables if isinstance(op, ops.DropTable) else self._staged.views
