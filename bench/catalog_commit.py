@@ -34,10 +34,10 @@ from typing import Any
 import pyarrow as pa
 
 from dbt.adapters.ducklake.lake import Column, DuckLake
-from dbt.adapters.ducklake.lake.datafiles import DataFileSpec
 from dbt.adapters.ducklake.lake.paths import join_path
 from dbt.adapters.ducklake.lake.records import TableInfo
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.datafiles import DataFileSpec
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 
 SCHEMA = "main"
 TABLE = "t"

@@ -351,7 +351,7 @@ def profiled(profile: Profile) -> Iterator[None]:
     from pyspark.sql.readwriter import DataFrameWriter
 
     from dbt.adapters.ducklake import cursor
-    from dbt.adapters.ducklake.lake import transaction
+    from dbt.adapters.ducklake.lake.write import transaction
     from dbt.adapters.ducklake.spark import dml, names
 
     targets: list[tuple[Any, str, Callable[..., str] | str]] = [

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.lake.maintenance import SPARK_MANIFESTS
+from dbt.adapters.ducklake.lake.maintenance.cleanup import SPARK_MANIFESTS
 from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.scan import table_sql
 from dbt.adapters.ducklake.spark.session import build_session

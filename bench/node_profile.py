@@ -173,7 +173,9 @@ def install(rec: Recorder, spark_jobs: Callable[[], int]) -> Patches:
     from pyspark.sql.readwriter import DataFrameWriter
 
     from dbt.adapters.ducklake import change_feed, cursor, impl, router
-    from dbt.adapters.ducklake.lake import catalog, lake, state
+    from dbt.adapters.ducklake.lake import lake
+    from dbt.adapters.ducklake.lake.catalog import database as catalog
+    from dbt.adapters.ducklake.lake.catalog import state
     from dbt.adapters.ducklake.spark import names, scan, staged_reads, work, write
 
     _ = (change_feed, staged_reads)  # imported so that their names of table_sql are found and replaced

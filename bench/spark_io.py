@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriter
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
-from dbt.adapters.ducklake.lake.transaction import Transaction
+from dbt.adapters.ducklake.lake.write.transaction import Transaction
 from dbt.adapters.ducklake.spark import one_shot
 from dbt.adapters.ducklake.spark import write as lake_write
 from dbt.adapters.ducklake.spark.scan import file_uri, register_table

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.records import Column
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 
 
 def main(directory: str) -> None:

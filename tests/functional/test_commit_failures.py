@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.ducklake.lake import catalog as catalog_module
-from dbt.adapters.ducklake.lake.catalog import CatalogDB
+from dbt.adapters.ducklake.lake.catalog import database as catalog_module
+from dbt.adapters.ducklake.lake.catalog.database import CatalogDB
 from tests.support import reference
 from tests.support.invariants import violations
 

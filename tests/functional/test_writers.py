@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.lake.maintenance import delete_orphaned_files
+from dbt.adapters.ducklake.lake.maintenance.cleanup import delete_orphaned_files
 from tests.support import postgres, reference
 from tests.support.invariants import violations
 from tests.support.spark_cluster import REPO_ROOT

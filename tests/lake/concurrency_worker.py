@@ -53,9 +53,9 @@ def _barrier(cfg: dict[str, Any]) -> None:
 def run_lake(cfg: dict[str, Any]) -> dict[str, Any]:
     import pyarrow as pa
 
-    from dbt.adapters.ducklake.lake import transaction as tx_mod
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.lake.writer import write_data_files
+    from dbt.adapters.ducklake.lake.write import transaction as tx_mod
+    from dbt.adapters.ducklake.lake.write.writer import write_data_files
 
     attempts = [0]
     rebased = [0]

@@ -1,4 +1,4 @@
-"""Many-row INSERTs on a DuckDB catalog go through Arrow (lake/arrow_insert.py) and write what executemany writes.
+"""Many-row INSERTs on a DuckDB catalog go through Arrow (lake/catalog/arrow_insert.py) and write what executemany writes.
 
 The same scenario (nested columns, several files with stats in one commit, name-mapped files, partition values,
 first and repeated deletes, tags, views, drops) is committed twice, once through Arrow and once with Arrow turned
@@ -17,13 +17,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.ducklake.lake import arrow_insert, catalog
-from dbt.adapters.ducklake.lake.builder import coalesce
-from dbt.adapters.ducklake.lake.datafiles import describe_parquet
+from dbt.adapters.ducklake.lake.catalog import arrow_insert
+from dbt.adapters.ducklake.lake.catalog import database as catalog
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.paths import data_file_name, join_path
 from dbt.adapters.ducklake.lake.records import Column
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.builder import coalesce
+from dbt.adapters.ducklake.lake.write.datafiles import describe_parquet
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 from tests.support.invariants import violations
 
 COLUMNS = [

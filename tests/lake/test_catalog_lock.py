@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.lake import catalog as catalog_module
+from dbt.adapters.ducklake.lake.catalog import database as catalog_module
 from dbt.adapters.ducklake.lake.errors import CatalogConnectionError
 
 

@@ -8,9 +8,9 @@ import pytest
 import sqlalchemy as sa
 
 from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from dbt.adapters.ducklake.lake.records import Column
-from dbt.adapters.ducklake.lake.scan import read_arrow
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 
 
 def _lake_with_history(catalog_url: str, data_path: str) -> DuckLake:

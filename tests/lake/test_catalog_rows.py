@@ -21,10 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.ducklake.lake import catalog as catalog_module
-from dbt.adapters.ducklake.lake import operations as ops
-from dbt.adapters.ducklake.lake.arrow_types import plain_type
-from dbt.adapters.ducklake.lake.catalog_view import CatalogView
+from dbt.adapters.ducklake.lake.catalog import database as catalog_module
 from dbt.adapters.ducklake.lake.errors import (
     NoSuchSchemaError,
     NoSuchTableError,
@@ -33,8 +30,11 @@ from dbt.adapters.ducklake.lake.errors import (
     TableExistsError,
 )
 from dbt.adapters.ducklake.lake.lake import DuckLake
+from dbt.adapters.ducklake.lake.read.arrow_types import plain_type
 from dbt.adapters.ducklake.lake.records import Column, TableInfo
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write import operations as ops
+from dbt.adapters.ducklake.lake.write.catalog_view import CatalogView
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "dbt" / "adapters" / "ducklake"
@@ -268,7 +268,7 @@ FILE_TABLES = [
 _WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE) \{p\}(\w*)", re.IGNORECASE)
 # statements whose table is not spelled out: each inlined-data table's own rows (not a catalog table of the lists),
 # and the DuckDB catalog's rewrite of the writers' many-row INSERTs as INSERT ... SELECT from Arrow
-DYNAMIC_WRITERS = {("lake/operations.py", "DeleteInlinedRows.apply"), ("lake/arrow_insert.py", "rewrite")}
+DYNAMIC_WRITERS = {("lake/write/operations.py", "DeleteInlinedRows.apply"), ("lake/catalog/arrow_insert.py", "rewrite")}
 
 
 def _writers() -> tuple[dict[tuple[str, str], set[tuple[str, str]]], set[tuple[str, str]]]:
@@ -308,7 +308,7 @@ def test_each_catalog_table_has_one_writer() -> None:
     static, dynamic = _writers()
     assert dynamic <= DYNAMIC_WRITERS, f"statements whose table is computed: {sorted(dynamic - DYNAMIC_WRITERS)}"
     for table in CATALOG_TABLES + FILE_TABLES:
-        owner = "lake/catalog_rows.py" if table in CATALOG_TABLES else "lake/file_rows.py"
+        owner = "lake/write/catalog_rows.py" if table in CATALOG_TABLES else "lake/write/file_rows.py"
         found = {k: v for k, v in static.items() if k[0] == table}
         assert found, f"nothing writes {table}"
         for (_, verb), where in found.items():

@@ -1,4 +1,4 @@
-"""Clones (lake/clone.py) of tables DuckDB wrote: the clone reads as the source did at the snapshot, in DuckDB and in
+"""Clones (lake/write/clone.py) of tables DuckDB wrote: the clone reads as the source did at the snapshot, in DuckDB and in
 our reader, and keeps doing so after the source is rebuilt and DuckDB's own expire_snapshots + cleanup_old_files run."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
-from dbt.adapters.ducklake.lake.scan import read_arrow
+from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from tests.support import reference
 from tests.support.invariants import violations
 

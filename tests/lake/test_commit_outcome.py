@@ -17,9 +17,9 @@ import pytest
 import sqlalchemy as sa
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
-from dbt.adapters.ducklake.lake import catalog as catalog_module
-from dbt.adapters.ducklake.lake.catalog import CatalogDB
-from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
+from dbt.adapters.ducklake.lake.catalog import database as catalog_module
+from dbt.adapters.ducklake.lake.catalog.database import CatalogDB
+from dbt.adapters.ducklake.lake.catalog.url import parse_catalog
 from dbt.adapters.ducklake.lake.errors import CommitStateUnknownError
 from tests.support import reference
 from tests.support.invariants import violations

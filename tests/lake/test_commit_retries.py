@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.ducklake.lake import Column, DuckLake
-from dbt.adapters.ducklake.lake import transaction as tx_module
+from dbt.adapters.ducklake.lake.catalog.state import latest_snapshot
 from dbt.adapters.ducklake.lake.errors import CommitConflictError
-from dbt.adapters.ducklake.lake.state import latest_snapshot
+from dbt.adapters.ducklake.lake.write import transaction as tx_module
 
 
 def test_a_commit_that_always_loses_retries_ten_times(file_catalog_url: str, tmp_path: Path,
@@ -26,7 +26,7 @@ def test_a_commit_that_always_loses_retries_ten_times(file_catalog_url: str, tmp
         real = latest_snapshot(db, conn)
         rows = db.query(conn, "SELECT snapshot_id FROM {p}ducklake_snapshot WHERE snapshot_id < :s ORDER BY 1 DESC "
                               "LIMIT 1", {"s": real.snapshot_id})
-        from dbt.adapters.ducklake.lake.state import find_snapshot
+        from dbt.adapters.ducklake.lake.catalog.state import find_snapshot
 
         return find_snapshot(db, conn, rows[0][0])
 
@@ -35,7 +35,7 @@ def test_a_commit_that_always_loses_retries_ten_times(file_catalog_url: str, tmp
     monkeypatch.setattr(tx_module, "_sleep", waits.append)
     tx = lake.transaction()
     tx.create_table("main", "b", [Column(0, "x", "int64")])
-    with caplog.at_level(logging.INFO, logger="dbt.adapters.ducklake.lake.transaction"), \
+    with caplog.at_level(logging.INFO, logger="dbt.adapters.ducklake.lake.write.transaction"), \
             pytest.raises(CommitConflictError, match="after 10 retries"):
         tx.commit()
     assert len(waits) == tx_module.MAX_RETRIES == 10

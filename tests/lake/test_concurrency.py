@@ -28,10 +28,10 @@ import pytest
 
 from dbt.adapters.ducklake.lake.errors import CommitConflictError
 from dbt.adapters.ducklake.lake.lake import DuckLake
+from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from dbt.adapters.ducklake.lake.records import Column
-from dbt.adapters.ducklake.lake.scan import read_arrow
-from dbt.adapters.ducklake.lake.transaction import Transaction
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.transaction import Transaction
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 from tests.lake.concurrency_worker import duckdb_ids, lake_ids
 from tests.support import reference
 from tests.support.invariants import violations

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
-from dbt.adapters.ducklake.lake.transaction import Transaction
+from dbt.adapters.ducklake.lake.write.transaction import Transaction
 from tests.support import reference
 from tests.support.invariants import violations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, read_arrow, write_data_files
-from dbt.adapters.ducklake.lake.changes import read_changes
+from dbt.adapters.ducklake.lake.read.changes import read_changes
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations
@@ -85,7 +85,7 @@ def inlined_tables(catalog: str) -> list[tuple]:
     """(name, schema_version, [(column, declared type)]) of every inlined-data table, straight from the backend."""
     import sqlalchemy as sa
 
-    from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
+    from dbt.adapters.ducklake.lake.catalog.url import parse_catalog
 
     engine = sa.create_engine(parse_catalog(catalog).url)
     try:

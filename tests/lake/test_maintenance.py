@@ -18,7 +18,7 @@ from psycopg import sql as pgsql
 from sqlalchemy.engine import make_url
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, read_arrow, write_data_files
-from dbt.adapters.ducklake.lake import maintenance as mt
+from dbt.adapters.ducklake.lake.maintenance import cleanup as mt
 from tests.conftest import _catalog_url
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
-from dbt.adapters.ducklake.lake import maintenance as mt
+from dbt.adapters.ducklake.lake.maintenance import cleanup as mt
 
 
 def _lake_with_rows(catalog: str, data: str) -> tuple[DuckLake, list[str]]:

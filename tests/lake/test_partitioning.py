@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from dbt.adapters.ducklake.lake.partitioning import _bucket_bytes, murmur3_32
+from dbt.adapters.ducklake.lake.write.partitioning import _bucket_bytes, murmur3_32
 from tests.support import reference
 
 CASES = [

@@ -28,10 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.ducklake.lake import ddl
-from dbt.adapters.ducklake.lake.catalog import CatalogDB
-from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
-from dbt.adapters.ducklake.lake.datafiles import describe_parquet
+from dbt.adapters.ducklake.lake.catalog import ddl
+from dbt.adapters.ducklake.lake.catalog.database import CatalogDB
+from dbt.adapters.ducklake.lake.catalog.url import parse_catalog
 from dbt.adapters.ducklake.lake.errors import (
     CatalogConnectionError,
     CommitConflictError,
@@ -48,7 +47,8 @@ from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.paths import data_file_name, join_path
 from dbt.adapters.ducklake.lake.records import Column, TableInfo
 from dbt.adapters.ducklake.lake.types import arrow_schema
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.datafiles import describe_parquet
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 from tests.conftest import CATALOG_BACKENDS, _catalog_url
 from tests.support import reference
 from tests.support.invariants import violations

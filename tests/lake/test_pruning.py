@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.ducklake.lake.pruning import And, Compare, InValues, IsNull, Or, may_match
+from dbt.adapters.ducklake.lake.read.pruning import And, Compare, InValues, IsNull, Or, may_match
 from dbt.adapters.ducklake.lake.records import Column, ColumnStats, DataFile, TableInfo
 
 COLUMNS = (Column(1, "id", "int64"), Column(2, "name", "varchar"), Column(3, "x", "float64"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.ducklake.lake.changes import read_changes
 from dbt.adapters.ducklake.lake.lake import DuckLake
-from dbt.adapters.ducklake.lake.scan import read_arrow
+from dbt.adapters.ducklake.lake.read.changes import read_changes
+from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from tests.conftest import reference_lake_of
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support.coverage import pairs

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.lake.conflicts import unparsed
-from dbt.adapters.ducklake.lake.state import LakeState
+from dbt.adapters.ducklake.lake.catalog.state import LakeState
+from dbt.adapters.ducklake.lake.write.conflicts import unparsed
 from tests.support import reference
 
 

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.ducklake.lake.datafiles import read_footer
 from dbt.adapters.ducklake.lake.errors import InvalidDataFileError
 from dbt.adapters.ducklake.lake.records import Column, ColumnStats, TableColumnStats
-from dbt.adapters.ducklake.lake.stats import file_column_stats, footer_size, merge_table_column_stats
 from dbt.adapters.ducklake.lake.types import arrow_schema, compare_values, format_value, parse_value
+from dbt.adapters.ducklake.lake.write.datafiles import read_footer
+from dbt.adapters.ducklake.lake.write.stats import file_column_stats, footer_size, merge_table_column_stats
 from tests.lake.test_types import lake_columns
 from tests.support import reference
 

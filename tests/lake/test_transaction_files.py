@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from dbt.adapters.ducklake.lake import catalog as catalog_module
 from dbt.adapters.ducklake.lake import write_data_files
-from dbt.adapters.ducklake.lake.catalog import CatalogDB
-from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
+from dbt.adapters.ducklake.lake.catalog import database as catalog_module
+from dbt.adapters.ducklake.lake.catalog.database import CatalogDB
+from dbt.adapters.ducklake.lake.catalog.url import parse_catalog
 from dbt.adapters.ducklake.lake.errors import CommitConflictError, CommitStateUnknownError
-from dbt.adapters.ducklake.lake.transaction import Transaction
+from dbt.adapters.ducklake.lake.write.transaction import Transaction
 from tests.lake.test_commit_outcome import _fail_once, _lake_with_table, _rows, hook  # noqa: F401
 from tests.support.invariants import violations
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
-from dbt.adapters.ducklake.lake.transaction import Transaction
+from dbt.adapters.ducklake.lake.write.transaction import Transaction
 from tests.support import reference
 from tests.support.invariants import violations
 

@@ -18,14 +18,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.ducklake.lake.arrow_types import plain_type
-from dbt.adapters.ducklake.lake.changes import read_changes
-from dbt.adapters.ducklake.lake.datafiles import describe_parquet
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.paths import data_file_name, join_path
+from dbt.adapters.ducklake.lake.read.arrow_types import plain_type
+from dbt.adapters.ducklake.lake.read.changes import read_changes
+from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from dbt.adapters.ducklake.lake.records import Column, TableInfo
-from dbt.adapters.ducklake.lake.scan import read_arrow
-from dbt.adapters.ducklake.lake.writer import write_data_files
+from dbt.adapters.ducklake.lake.write.datafiles import describe_parquet
+from dbt.adapters.ducklake.lake.write.writer import write_data_files
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations

@@ -1,4 +1,4 @@
-"""Spark reads a clone (lake/clone.py) of a DuckDB-written table as DuckDB does, after the source's files are
+"""Spark reads a clone (lake/write/clone.py) of a DuckDB-written table as DuckDB does, after the source's files are
 cleaned up: linked data files, linked delete files (whose file_path names the source's files), rewritten deletes and
 the source's inlined rows written with their row ids; then a Spark DELETE on the clone equals DuckDB's."""
 

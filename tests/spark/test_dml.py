@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
-from dbt.adapters.ducklake.lake.changes import read_changes
+from dbt.adapters.ducklake.lake.read.changes import read_changes
 from dbt.adapters.ducklake.spark import scan
 from dbt.adapters.ducklake.spark.one_shot import delete_where
 from tests.lake.compare import arrow_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.ducklake.lake.pruning import And, Compare, InValues, IsNull, Or
+from dbt.adapters.ducklake.lake.read.pruning import And, Compare, InValues, IsNull, Or
 from dbt.adapters.ducklake.lake.records import Column
 from dbt.adapters.ducklake.spark.predicates import to_predicate
 

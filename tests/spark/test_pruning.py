@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
-from dbt.adapters.ducklake.lake.scan import plan_scan
+from dbt.adapters.ducklake.lake.read.scan import plan_scan
 from dbt.adapters.ducklake.spark.one_shot import delete_where, merge_into, update_where
 from dbt.adapters.ducklake.spark.predicates import to_predicate
 from dbt.adapters.ducklake.spark.scan import read_table

@@ -26,8 +26,8 @@ from dbt.adapters.ducklake.lake.errors import (
     UnsupportedTypeError,
 )
 from dbt.adapters.ducklake.lake.lake import DuckLake
-from dbt.adapters.ducklake.lake.partitioning import _bucket_bytes, murmur3_32
 from dbt.adapters.ducklake.lake.records import Column, PartitionField, PartitionSpec, TableInfo
+from dbt.adapters.ducklake.lake.write.partitioning import _bucket_bytes, murmur3_32
 from dbt.adapters.ducklake.spark import one_shot, write
 from dbt.adapters.ducklake.spark.types import columns_from_spark
 from tests.lake.compare import arrow_rows, plain_rows

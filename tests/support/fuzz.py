@@ -24,9 +24,9 @@ from typing import Any
 import pyarrow as pa
 
 from dbt.adapters.ducklake.lake import Column, DuckLake
-from dbt.adapters.ducklake.lake.compaction import flush_inlined_data, merge_adjacent_files
-from dbt.adapters.ducklake.lake.maintenance import expire_snapshots
-from dbt.adapters.ducklake.lake.scan import read_arrow
+from dbt.adapters.ducklake.lake.maintenance.cleanup import expire_snapshots
+from dbt.adapters.ducklake.lake.maintenance.compaction import flush_inlined_data, merge_adjacent_files
+from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from tests.support import reference
 
 BASE_COLUMNS = [("id", "int64", "BIGINT"), ("v", "varchar", "VARCHAR"), ("n", "int32", "INTEGER")]

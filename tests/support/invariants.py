@@ -14,9 +14,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.ducklake.lake.conflicts import parse_changes
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.paths import join_path, to_local
+from dbt.adapters.ducklake.lake.write.conflicts import parse_changes
 
 KNOWN = {"created_schema", "created_table", "created_view", "created_scalar_macro", "created_table_macro",
          "dropped_schema", "dropped_table", "dropped_view", "dropped_scalar_macro", "dropped_table_macro",

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from dbt.adapters.ducklake.lake.catalog_url import CatalogLocation, parse_catalog
+from dbt.adapters.ducklake.lake.catalog.url import CatalogLocation, parse_catalog
 
 _EXTENSIONS = {
     "ducklake": "duckdb_extension_ducklake",

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from dbt.adapters.ducklake.lake.catalog_url import parse_catalog
+from dbt.adapters.ducklake.lake.catalog.url import parse_catalog
 from tests.conftest import ReferenceLake
 from tests.support.reference_lakes import SCENARIOS
 

@@ -16,7 +16,7 @@ from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtRuntimeError
 from sqlalchemy.engine import make_url
 
-from .lake.catalog_url import CatalogLocation, parse_catalog
+from .lake.catalog.url import CatalogLocation, parse_catalog
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
 # a warm Spark Connect server on this machine that successive dbt commands share: local-server, local-server[N]

@@ -15,7 +15,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame
 
 from .apply import apply_change
-from .lake.state import ci_lookup
+from .lake.catalog.state import ci_lookup
 from .relation_listing import show_relations
 from .router import Change, Passthrough, ShowRelations, TempView, TransactionControl, route, split_statements
 from .spark.read_pruning import pruned_reads

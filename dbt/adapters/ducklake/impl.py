@@ -27,8 +27,8 @@ from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
 from .credentials import DuckLakeCredentials
-from .lake.scan import row_count
-from .lake.state import LakeState, ci_lookup
+from .lake.catalog.state import LakeState, ci_lookup
+from .lake.read.scan import row_count
 from .relation import DuckLakeRelation
 from .spark.names import table_refs
 from .spark.pruned_frames import prunable

@@ -9,9 +9,9 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from .lake import maintenance as mt
 from .lake.errors import DuckLakeError
-from .lake.option_values import parse_size
+from .lake.maintenance import cleanup as mt
+from .lake.maintenance.option_values import parse_size
 from .runtime import Runtime
 
 logger = AdapterLogger("DuckLake")

@@ -13,9 +13,9 @@ import re
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from .lake.catalog.state import LakeState, ci_lookup
 from .lake.errors import DuckLakeError, NoSuchSchemaError
 from .lake.records import Column
-from .lake.state import LakeState, ci_lookup
 from .router import ShowRelations
 from .spark.types import to_spark
 

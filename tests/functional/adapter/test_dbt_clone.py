@@ -1,5 +1,5 @@
 """dbt-tests-adapter's dbt_clone suites. A ducklake clone of a table is a new table whose data files are hard links of
-the source's, committed in one snapshot (see macros/materializations/clone.sql and lake/clone.py); views clone as
+the source's, committed in one snapshot (see macros/materializations/clone.sql and lake/write/clone.py); views clone as
 views."""
 
 from __future__ import annotations

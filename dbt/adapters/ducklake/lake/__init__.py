@@ -3,6 +3,7 @@
 Knows nothing of Spark or dbt.
 """
 
+from .catalog.state import LakeState
 from .errors import (
     CatalogConnectionError,
     CommitConflictError,
@@ -15,11 +16,10 @@ from .errors import (
     UnsupportedVersionError,
 )
 from .lake import DuckLake
+from .read.scan import plan_scan, read_arrow
 from .records import Column, DataFile, Snapshot, TableInfo, ViewInfo
-from .scan import plan_scan, read_arrow
-from .state import LakeState
-from .transaction import Transaction
-from .writer import write_data_files
+from .write.transaction import Transaction
+from .write.writer import write_data_files
 
 __all__ = [
     "CatalogConnectionError", "Column", "CommitConflictError", "CommitStateUnknownError", "DataFile", "DuckLake",

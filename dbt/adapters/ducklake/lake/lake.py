@@ -8,19 +8,20 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from . import catalog_rows, ddl
-from .catalog import CatalogDB
-from .catalog_url import CatalogLocation, parse_catalog
+from .catalog import ddl
+from .catalog.database import CatalogDB
+from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state
+from .catalog.state_advance import tables_changed
+from .catalog.url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
-from .option_values import parse_interval, parse_size
+from .maintenance.option_values import parse_interval, parse_size
 from .paths import as_dir, to_local
 from .records import SchemaInfo, Snapshot
-from .state import LakeState, find_snapshot, list_snapshots, load_state
-from .state_advance import tables_changed
+from .write import catalog_rows
 
 if TYPE_CHECKING:
-    from .commit_outcome import CommitAttempt
-    from .transaction import Transaction
+    from .write.commit_outcome import CommitAttempt
+    from .write.transaction import Transaction
 
 CREATED_BY = "dbt-ducklake"
 
@@ -247,7 +248,7 @@ class DuckLake:
     def resolve_unknown_commits(self) -> list[CommitAttempt]:
         """Ask the catalog about the commits whose outcome was unknown: those that landed are forgotten, the files of
         those that provably did not are removed; the rest stay unknown. Returns the attempts still unknown."""
-        from .commit_outcome import outcome, remove_files
+        from .write.commit_outcome import outcome, remove_files
 
         with self._unknown_lock:
             pending, self._unknown = self._unknown, []
@@ -264,7 +265,7 @@ class DuckLake:
 
     def transaction(self, **kw: Any) -> Transaction:
         """Start staging changes; commit them as one snapshot (see Transaction)."""
-        from .transaction import Transaction
+        from .write.transaction import Transaction
 
         return Transaction(self, **kw)
 

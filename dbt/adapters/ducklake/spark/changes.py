@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..lake.changes import FileDeletions, FileInsertions, plan_changes
-from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
-from ..lake.inlined import read_inlined
 from ..lake.lake import DuckLake
+from ..lake.read.changes import FileDeletions, FileInsertions, plan_changes
+from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.read.inlined import read_inlined
+from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, DataFile, TableInfo
-from ..lake.scan import FileScanTask
 from . import manifest, scan
 from .projection import physical_schema, projection
 from .scan import POS, file_uri, footer_relation, readable_files

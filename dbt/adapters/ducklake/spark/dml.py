@@ -20,13 +20,13 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..lake.datafiles import DataFileSpec
-from ..lake.inlined import read_inlined
-from ..lake.pruning import And, Compare, InValues, Predicate
+from ..lake.catalog.state import LakeState
+from ..lake.read.inlined import read_inlined
+from ..lake.read.pruning import And, Compare, InValues, Predicate
+from ..lake.read.scan import plan_scan
 from ..lake.records import Column, TableInfo
-from ..lake.scan import plan_scan
-from ..lake.state import LakeState
-from ..lake.transaction import Transaction
+from ..lake.write.datafiles import DataFileSpec
+from ..lake.write.transaction import Transaction
 from .predicates import column_ref, conjuncts, to_predicate, unparen
 from .scan import LOCATORS, target_rows_sql
 from .sql_literals import ident, literal

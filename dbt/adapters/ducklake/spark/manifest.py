@@ -39,11 +39,18 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from ..lake import paths
-from ..lake.deletes import POS_FIELD_ID, ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID, read_delete_arrays
-from ..lake.maintenance import SPARK_MANIFESTS
+from ..lake.maintenance.cleanup import SPARK_MANIFESTS
 from ..lake.paths import to_local
+from ..lake.read.deletes import (
+    POS_FIELD_ID,
+    ROW_ID_COLUMN,
+    ROW_ID_FIELD_ID,
+    SNAPSHOT_COLUMN,
+    SNAPSHOT_FIELD_ID,
+    read_delete_arrays,
+)
+from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, DeleteFile, TableInfo
-from ..lake.scan import FileScanTask
 from .projection import default_sql
 from .readable import READABLE, ensure_copies
 from .sql_literals import ident

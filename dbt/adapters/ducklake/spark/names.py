@@ -18,9 +18,9 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
-from ..lake.state import LakeState, ci_lookup
 from .scan import create_view, is_time_travel_name, table_sql
 from .session import is_classic
 from .sql_literals import ident

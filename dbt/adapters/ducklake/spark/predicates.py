@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..lake.pruning import And, Compare, InValues, IsNull, Or, Predicate
+from ..lake.read.pruning import And, Compare, InValues, IsNull, Or, Predicate
 from ..lake.records import Column
 from ..lake.types import INT_RANGES, parse_type
 

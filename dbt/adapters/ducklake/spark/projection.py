@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..lake.paths import to_local
+from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, NameMapping
-from ..lake.scan import FileScanTask
 from ..lake.types import parse_value
 from .sql_literals import ident, literal, string_literal
 from .type_readings import VARYING, encoding_kind, project

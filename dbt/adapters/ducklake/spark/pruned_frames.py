@@ -20,7 +20,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from ..lake.state import LakeState
+from ..lake.catalog.state import LakeState
 from .read_pruning import Refresh, pruned_reads
 
 ALIAS = "__ducklake_pruned"  # the table's alias in the pruning SELECT, and the filter's column qualifier

@@ -29,11 +29,11 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import UnsupportedTypeError
-from ..lake.inlined import read_inlined
+from ..lake.read.inlined import read_inlined
+from ..lake.read.scan import plan_scan, row_count
 from ..lake.records import Column
-from ..lake.scan import plan_scan, row_count
-from ..lake.state import LakeState, ci_lookup
 from ..lake.types import INT_RANGES, parse_type, sort_key
 from .names import table_refs
 from .predicates import column_ref, to_predicate, unparen

@@ -21,15 +21,15 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from ..lake import paths
-from ..lake.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.catalog.state import LakeState
 from ..lake.errors import DuckLakeError
-from ..lake.inlined import read_inlined
-from ..lake.maintenance import SPARK_MANIFESTS
+from ..lake.maintenance.cleanup import SPARK_MANIFESTS
 from ..lake.paths import join_path
-from ..lake.pruning import Predicate
+from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.read.inlined import read_inlined
+from ..lake.read.pruning import Predicate
+from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.records import Column, DataFile, TableInfo
-from ..lake.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
-from ..lake.state import LakeState
 from . import manifest, remote_readable
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..lake.datafiles import DataFileSpec
+from ..lake.catalog.state import ci_lookup
 from ..lake.errors import NoSuchTableError
 from ..lake.records import TableInfo
-from ..lake.state import ci_lookup
+from ..lake.write.datafiles import DataFileSpec
 from .manifest import FILE, POS, RID
 from .scan import file_uri, table_sql
 from .sql_literals import ident, literal

@@ -19,14 +19,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot.errors import ParseError
 
-from ..lake.clone import CloneUnsupportedError
+from ..lake.catalog.state import ci_lookup
 from ..lake.errors import NoSuchColumnError, NoSuchTableError
-from ..lake.faults import fault_point
 from ..lake.lake import DuckLake
 from ..lake.paths import discard_files, to_local
 from ..lake.records import Column, Snapshot, TableInfo
-from ..lake.state import ci_lookup
-from ..lake.transaction import Transaction
+from ..lake.write.clone import CloneUnsupportedError
+from ..lake.write.faults import fault_point
+from ..lake.write.transaction import Transaction
 from . import dml
 from .names import SPARK_SQL_TAG
 from .scan import file_uri

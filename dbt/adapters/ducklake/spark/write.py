@@ -34,21 +34,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake.datafiles import DataFileSpec, describe_parquet, read_footer
-from ..lake.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import InvalidDataFileError, UnsupportedTypeError
-from ..lake.faults import fault_point
-from ..lake.partitioning import validate_transform
 from ..lake.paths import as_dir, data_file_name, discard_files, join_path, to_local, uuid7
+from ..lake.read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
-from ..lake.writer import NULL_PARTITION_DIR
+from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
+from ..lake.write.faults import fault_point
+from ..lake.write.partitioning import validate_transform
+from ..lake.write.writer import NULL_PARTITION_DIR
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
 from .types import columns_from_spark, spark_field, spark_schema
 
 if TYPE_CHECKING:
-    from ..lake.transaction import Transaction
+    from ..lake.write.transaction import Transaction
 
 # Spark's hash() is murmur3_32 with seed 42, chaining each argument's hash as the next seed. The seed-42 hash of this
 # int is 0, so hash(_SEED0, x) = murmur3_32(x, seed=0): the reference's bucket hash for an 8-byte long or 4k bytes.

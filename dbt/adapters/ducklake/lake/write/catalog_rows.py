@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .records import Column, PartitionSpec, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
+from ..records import Column, PartitionSpec, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
 
 if TYPE_CHECKING:
-    from .dialect import Dialect
+    from ..catalog.dialect import Dialect
 
 Params = dict[str, Any] | list[dict[str, Any]]
 Statement = tuple[str, Params]

@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import InvalidDataFileError
+from ..paths import data_file_name, join_path, to_local
+from ..read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
+from ..records import Column, TableInfo
+from ..types import arrow_schema
 from .datafiles import DataFileSpec, describe_parquet
-from .deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
-from .errors import InvalidDataFileError
 from .partitioning import partition_values
-from .paths import data_file_name, join_path, to_local
-from .records import Column, TableInfo
-from .types import arrow_schema
 
 NULL_PARTITION_DIR = "__HIVE_DEFAULT_PARTITION__"
 

@@ -30,20 +30,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..catalog.state import LakeState
+from ..errors import DuckLakeError
+from ..paths import data_file_name, delete_file_name, join_path, relative_to, to_local
+from ..read.deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
+from ..read.inlined import read_inlined
+from ..read.scan import deleted_positions
+from ..records import ColumnStats, DataFile, TableInfo
 from . import catalog_rows, file_rows
 from .builder import CatalogBuilder
-from .deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
-from .errors import DuckLakeError
-from .inlined import read_inlined
 from .operations import Operation, bound_table
-from .paths import data_file_name, delete_file_name, join_path, relative_to, to_local
-from .records import ColumnStats, DataFile, TableInfo
-from .scan import deleted_positions
-from .state import LakeState
 from .writer import write_data_files
 
 if TYPE_CHECKING:
-    from .lake import DuckLake
+    from ..lake import DuckLake
 
 logger = logging.getLogger(__name__)
 

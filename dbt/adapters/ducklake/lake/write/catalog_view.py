@@ -12,17 +12,17 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.engine import Connection
 
-from .catalog import CatalogDB
-from .errors import (
+from ..catalog.database import CatalogDB
+from ..catalog.state import LakeState, ci_lookup, load_files
+from ..errors import (
     NoSuchSchemaError,
     NoSuchTableError,
     SchemaEvolutionError,
     SchemaExistsError,
     TableExistsError,
 )
-from .paths import table_directory, uuid7
-from .records import Column, ColumnStats, DataFile, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
-from .state import LakeState, ci_lookup, load_files
+from ..paths import table_directory, uuid7
+from ..records import Column, ColumnStats, DataFile, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
 
 
 def quote(name: str) -> str:
@@ -324,8 +324,8 @@ class CatalogView:
     def set_partitioning(self, info: TableInfo, fields: Sequence[tuple[str, str]] | None) -> TableInfo:
         spec = None
         if fields:
+            from ..records import PartitionField, PartitionSpec
             from .partitioning import validate_transform
-            from .records import PartitionField, PartitionSpec
 
             pf = tuple(
                 PartitionField(i, info.column(c).column_id, validate_transform(info.column(c), t))

@@ -14,9 +14,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from .catalog import CatalogDB
-from .paths import LocalFileIO
-from .state import SNAPSHOT_SELECT, snapshot_from_row
+from ..catalog.database import CatalogDB
+from ..catalog.state import SNAPSHOT_SELECT, snapshot_from_row
+from ..paths import LocalFileIO
 
 logger = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
-from .errors import InvalidDataFileError
-from .paths import to_local
-from .records import Column, ColumnStats
+from ..errors import InvalidDataFileError
+from ..paths import to_local
+from ..read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..records import Column, ColumnStats
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .records import Column, ColumnStats, DataFile, TableInfo
-from .types import FLOAT_TYPES, parse_type, sort_key
+from ..records import Column, ColumnStats, DataFile, TableInfo
+from ..types import FLOAT_TYPES, parse_type, sort_key
 
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 # DuckDB's Parquet writer may cut string bounds at 256 bytes: a bound that long may not be the true max

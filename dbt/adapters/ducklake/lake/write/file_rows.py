@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .paths import relative_to
-from .records import ColumnStats
+from ..paths import relative_to
+from ..records import ColumnStats
 
 if TYPE_CHECKING:
-    from .dialect import Dialect
+    from ..catalog.dialect import Dialect
 
 Statement = tuple[str, list[dict[str, Any]]]
 NameMappingEntry = tuple[str, int, "int | None", bool]  # (source name, target field id, parent, is partition)

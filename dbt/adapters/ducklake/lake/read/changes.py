@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..catalog.state import LakeState, load_files
+from ..lake import DuckLake
+from ..records import DataFile, TableInfo
 from .deletes import SNAPSHOT_COLUMN, read_delete_file
-from .lake import DuckLake
-from .records import DataFile, TableInfo
 from .scan import ROWID, FileScanTask, read_file
-from .state import LakeState, load_files
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def _row_snapshots(f: DataFile, n: int) -> pa.Array:
         return pa.array([f.begin_snapshot] * n, pa.int64())
     import pyarrow.parquet as pq
 
-    from .paths import to_local
+    from ..paths import to_local
 
     col = pq.read_table(to_local(f.path), columns=[SNAPSHOT_COLUMN]).column(0)
     return col.combine_chunks().cast(pa.int64())

@@ -14,11 +14,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
+from ..errors import CatalogConnectionError, CommitStateUnknownError
+from ..write.faults import fault_point
 from .arrow_insert import insert_from_arrow
-from .catalog_url import CatalogLocation
 from .dialect import Dialect, dialect_for
-from .errors import CatalogConnectionError, CommitStateUnknownError
-from .faults import fault_point
+from .url import CatalogLocation
 
 # A DuckDB catalog file is locked by the process that has it open; another process waits this long for it.
 DUCKDB_LOCK_WAIT_SECONDS = 30.0

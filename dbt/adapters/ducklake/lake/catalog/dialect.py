@@ -7,10 +7,10 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .types import duckdb_sql_type
+from ..types import duckdb_sql_type
 
 if TYPE_CHECKING:
-    from .records import Column
+    from ..records import Column
 
 # The catalog DDL uses DuckDB's type names; other backends store some of them differently, exactly as
 # DuckDB's sqlite/postgres metadata managers create them (checked by dumping catalogs DuckDB created).

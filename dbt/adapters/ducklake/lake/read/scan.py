@@ -13,14 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..catalog.state import LakeState
+from ..paths import to_local
+from ..records import Column, DataFile, NameMapping, TableInfo
+from ..types import parse_value
 from .arrow_types import cast_to, plain_type
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_file
 from .inlined import read_inlined
-from .paths import to_local
 from .pruning import Predicate, prune
-from .records import Column, DataFile, NameMapping, TableInfo
-from .state import LakeState
-from .types import parse_value
 
 ROWID = "rowid"
 _FIELD_ID = b"PARQUET:field_id"

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..catalog.state import ci_lookup
+from ..errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
+from ..paths import delete_file_name, join_path
+from ..read.deletes import merge_positions, read_delete_file, write_delete_file
+from ..records import Column, ColumnStats, DataFile, TableInfo
 from . import file_rows
 from .builder import CatalogBuilder
 from .catalog_view import CatalogView
 from .datafiles import DataFileSpec
-from .deletes import merge_positions, read_delete_file, write_delete_file
-from .errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
-from .paths import delete_file_name, join_path
-from .records import Column, ColumnStats, DataFile, TableInfo
-from .state import ci_lookup
 
 # The widening type changes the reference allows (DuckDB's max-logical-type rule, checked against DuckDB 1.5).
 _SIGNED = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "int128": 128}
@@ -24,7 +24,7 @@ _INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19, "uint8": 3, "uin
 
 def promotion_allowed(source: str, target: str) -> bool:
     """Whether ALTER COLUMN TYPE source -> target is a widening the reference accepts (files are not rewritten)."""
-    from .types import decimal_params
+    from ..types import decimal_params
 
     if source == target:
         return False
@@ -205,7 +205,7 @@ class AlterColumn(DdlOperation):
                 raise SchemaEvolutionError(f"table {info.name} already has a column {self.new_name!r}")
             new = replace(new, name=self.new_name)
         if self.new_type is not None:
-            from .types import parse_type
+            from ..types import parse_type
 
             target = parse_type(self.new_type)
             if target != old.type:

@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import SchemaEvolutionError
-from .records import Column, TableInfo
-from .types import decimal_params, format_value
+from ..errors import SchemaEvolutionError
+from ..records import Column, TableInfo
+from ..types import decimal_params, format_value
 
 _BUCKET = re.compile(r"^bucket\((\d+)\)$")
 _TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")

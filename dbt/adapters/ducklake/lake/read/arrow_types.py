@@ -6,8 +6,8 @@ import uuid
 
 import pyarrow as pa
 
-from .records import Column
-from .types import to_arrow
+from ..records import Column
+from ..types import to_arrow
 
 
 def plain_type(col: Column) -> pa.DataType:

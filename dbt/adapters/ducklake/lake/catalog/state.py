@@ -15,10 +15,9 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from .catalog import CatalogDB
-from .errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError
-from .paths import join_path, table_directory
-from .records import (
+from ..errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError
+from ..paths import join_path, table_directory
+from ..records import (
     Column,
     ColumnStats,
     DataFile,
@@ -34,6 +33,7 @@ from .records import (
     TableStats,
     ViewInfo,
 )
+from .database import CatalogDB
 
 
 def visible(alias: str = "", param: str = "s") -> str:

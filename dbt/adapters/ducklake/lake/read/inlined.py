@@ -14,10 +14,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ..catalog.state import LakeState
+from ..records import Column, InlinedTable, TableInfo
+from ..types import duckdb_sql_type, parse_value
 from .arrow_types import cast_to, plain_type
-from .records import Column, InlinedTable, TableInfo
-from .state import LakeState
-from .types import duckdb_sql_type, parse_value
 
 _VIA_TEXT = ("timetz", "int128", "uint128")
 _NATIVE = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64", "boolean", "varchar",

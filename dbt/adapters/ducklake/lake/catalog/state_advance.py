@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-from .catalog import CatalogDB
-from .conflicts import parse_changes, unparsed
-from .records import Snapshot
+from ..records import Snapshot
+from ..write.conflicts import parse_changes, unparsed
+from .database import CatalogDB
 
 # change kinds that touch the table whose id they carry (its files, deletes, inlined rows or definition)
 TABLE_CHANGES = frozenset({

@@ -17,9 +17,9 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import InvalidDataFileError
-from .records import Column, ColumnStats, TableColumnStats
-from .types import (
+from ..errors import InvalidDataFileError
+from ..records import Column, ColumnStats, TableColumnStats
+from ..types import (
     FLOAT_TYPES,
     INT64_MAX,
     INT_RANGES,

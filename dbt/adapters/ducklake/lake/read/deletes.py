@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .paths import to_local
+from ..paths import to_local
 
 FILE_PATH_FIELD_ID = 2147483646
 POS_FIELD_ID = 2147483645

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
-from . import file_rows
-from .catalog import CatalogDB
+from ..catalog.database import CatalogDB
+from ..catalog.state import list_snapshots
+from ..errors import DuckLakeError
+from ..paths import LocalFileIO, join_path, to_local
+from ..records import Snapshot
+from ..write import file_rows
 from .compaction import flush_inlined_data, merge_adjacent_files
-from .errors import DuckLakeError
 from .option_values import interval_before
-from .paths import LocalFileIO, join_path, to_local
-from .records import Snapshot
-from .state import list_snapshots
 
 if TYPE_CHECKING:
-    from .lake import DuckLake
+    from ..lake import DuckLake
 
 __all__ = ["cleanup_old_files", "delete_orphaned_files", "expire_snapshots", "flush_inlined_data",
            "merge_adjacent_files"]

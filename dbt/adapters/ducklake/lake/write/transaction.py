@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
+from ..errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
+from ..paths import LocalFileIO, discard_files
+from ..records import Column, Snapshot, TableInfo, ViewInfo
 from . import commit_outcome
 from . import operations as ops
 from .builder import CatalogBuilder
@@ -17,13 +21,9 @@ from .catalog_view import CatalogView, ColumnIdReader
 from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
-from .errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
-from .paths import LocalFileIO, discard_files
-from .records import Column, Snapshot, TableInfo, ViewInfo
-from .state import LakeState, ci_lookup, latest_snapshot, load_state
 
 if TYPE_CHECKING:
-    from .lake import DuckLake
+    from ..lake import DuckLake
 
 logger = logging.getLogger(__name__)
 _sleep = time.sleep  # the retries' wait (tests replace it here, not in the time module every thread shares)
@@ -286,7 +286,7 @@ class Transaction:
     ) -> TableInfo:
         """CREATE [OR REPLACE] TABLE with DuckLake columns (ids are assigned here, unless keep_column_ids: a clone's
         columns carry their source's ids); returns the staged table."""
-        from .types import parse_type
+        from ..types import parse_type
 
         for col in columns:
             for node in col.walk():
@@ -314,7 +314,7 @@ class Transaction:
 
     def add_column(self, schema: str, table: str, column: Column) -> None:
         """ADD COLUMN; column.initial_default is what older files read, default_value the DEFAULT."""
-        from .types import parse_type
+        from ..types import parse_type
 
         for node in column.walk():
             parse_type(node.type)
@@ -384,7 +384,7 @@ class Transaction:
                     snapshot: int | None = None, replace: bool = False, link: bool = True) -> str:
         """CREATE [OR REPLACE] TABLE schema.name as a clone of another table of this lake at a snapshot (default:
         this transaction's base): same columns (and column ids), partitioning, comments, tags, row ids and rows.
-        The data files are hard links of the source's (see lake/clone.py), or copies of their bytes where links are
+        The data files are hard links of the source's (see lake/write/clone.py), or copies of their bytes where links are
         impossible or link=False. Returns the kind used: 'hard_link' or 'file_copy'.
 
         Raises:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from .errors import CatalogConnectionError
+from ..errors import CatalogConnectionError
 
 BACKENDS = ("duckdb", "sqlite", "postgresql")
 

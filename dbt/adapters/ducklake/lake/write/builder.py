@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from ..catalog.database import CatalogDB
+from ..catalog.state import LakeState
+from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
 from . import catalog_rows, file_rows
-from .catalog import CatalogDB
 from .catalog_view import CatalogReader, CatalogView, parent_of
-from .records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
-from .state import LakeState
 
 DEFAULT_INLINING_LIMIT = 10  # spec 1.0's default data_inlining_row_limit
 

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import file_rows
-from .builder import CatalogBuilder
-from .conflicts import parse_changes
-from .datafiles import DataFileSpec
-from .deletes import (
+from ..catalog.state import LakeState, load_state
+from ..errors import CommitConflictError
+from ..paths import delete_file_name, join_path, to_local
+from ..read.deletes import (
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
     SNAPSHOT_COLUMN,
@@ -26,20 +25,21 @@ from .deletes import (
     read_delete_file,
     write_delete_file,
 )
-from .errors import CommitConflictError
-from .inlined import read_inlined
-from .operations import Operation, bound_table
+from ..read.inlined import read_inlined
+from ..read.scan import FileScanTask, read_file
+from ..records import Column, DataFile, DeleteFile, TableInfo
+from ..write import file_rows
+from ..write.builder import CatalogBuilder
+from ..write.conflicts import parse_changes
+from ..write.datafiles import DataFileSpec
+from ..write.operations import Operation, bound_table
+from ..write.partitioning import partition_values
+from ..write.writer import NULL_PARTITION_DIR, conform, write_file
 from .option_values import parse_size
-from .partitioning import partition_values
-from .paths import delete_file_name, join_path, to_local
-from .records import Column, DataFile, DeleteFile, TableInfo
-from .scan import FileScanTask, read_file
-from .state import LakeState, load_state
-from .writer import NULL_PARTITION_DIR, conform, write_file
 
 if TYPE_CHECKING:
-    from .lake import DuckLake
-    from .transaction import Transaction
+    from ..lake import DuckLake
+    from ..write.transaction import Transaction
 
 DEFAULT_TARGET_FILE_SIZE = 1 << 29  # the reference's target_file_size default (512 MiB)
 # changes by other writers that invalidate what a compaction read (new inserts do not)

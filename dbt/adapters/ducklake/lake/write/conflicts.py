@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Connection
 
-from .catalog import CatalogDB
+from ..catalog.database import CatalogDB
+from ..errors import CommitConflictError
 from .catalog_view import ChangeSet
-from .errors import CommitConflictError
 
 _TOKEN = re.compile(r'([a-z_]+):((?:"(?:[^"]|"")*"(?:\."(?:[^"]|"")*")?)|[0-9]+)')
 

@@ -1,0 +1,1 @@
+"""The catalog database: connections and backends, the catalog's own DDL, a snapshot's state."""

@@ -1,0 +1,1 @@
+"""Maintenance with the reference's semantics: compaction, snapshot expiry, file cleanup."""

@@ -1,0 +1,1 @@
+"""Reading tables: scan planning, pruning by statistics, delete files, inlined rows, change feeds."""

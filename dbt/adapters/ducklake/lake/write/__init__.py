@@ -1,0 +1,1 @@
+"""Writing: transactions, staged operations, the catalog rows of a commit, data files and their stats."""
