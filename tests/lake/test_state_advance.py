@@ -54,7 +54,7 @@ def _ids(st: LakeState, *names: str) -> set[int]:
 def _step(catalog: str, lk: DuckLake, old: LakeState, *sqls: str) -> tuple[LakeState, frozenset[int] | None]:
     _duck(catalog, *sqls, lake=lk)
     new, changed = lk.advance(old)
-    fresh = lk.snapshot()
+    fresh = lk.snapshot(new.snapshot_id)  # a load of its own (the latest's state may be `new` itself)
     assert new.snapshot_id == fresh.snapshot_id > old.snapshot_id
     for t in new.tables.values():  # carried or reloaded, the files are the snapshot's
         assert new.files(t) == fresh.files(t), t.name
@@ -125,3 +125,39 @@ def test_a_dropped_schema_counts_as_all_changed(lake: tuple[str, DuckLake]) -> N
 def test_unparsed_text_is_reported() -> None:
     assert unparsed('inserted_into_table:3,created_table:"main"."x,y"') == ""
     assert unparsed("inserted_into_table:3,something odd") == "something odd"
+
+
+def test_inlined_rows_of_an_unchanged_table_carry_over(lake: tuple[str, DuckLake],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table's inlined rows are read once per state and carried to a newer state when no snapshot since names the
+    table (a pruned read of it then reads nothing from the catalog); inlined inserts and deletes make it changed."""
+    from dbt.adapters.ducklake.lake.catalog import database
+    from dbt.adapters.ducklake.lake.read.inlined import read_inlined
+
+    catalog, lk = lake
+    _duck(catalog, "INSERT INTO lake.a VALUES (1000), (1001)", lake=lk)  # 2 rows: inlined
+
+    def rows(st: LakeState) -> list[int]:
+        return sorted(r["id"] for t in read_inlined(st, st.table("main", "a"), with_rowid=True) for r in t.to_pylist())
+
+    st = _loaded(lk)
+    assert rows(st) == [1000, 1001]
+    st2, changed = _step(catalog, lk, st, "INSERT INTO lake.b SELECT range FROM range(100, 120)")
+    assert changed == _ids(st, "b")
+    opened: list[str] = []
+    real_read = database.CatalogDB.read
+
+    def counting_read(self: database.CatalogDB) -> object:
+        opened.append("read")
+        return real_read(self)
+
+    monkeypatch.setattr(database.CatalogDB, "read", counting_read)
+    assert rows(st2) == [1000, 1001] and opened == []  # carried: no catalog read
+    monkeypatch.undo()
+    st3, changed = _step(catalog, lk, st2, "INSERT INTO lake.a VALUES (1002)")
+    assert changed == _ids(st, "a")
+    assert rows(st3) == rows(lk.snapshot(st3.snapshot_id)) == [1000, 1001, 1002]
+    st4, changed = _step(catalog, lk, st3, "DELETE FROM lake.a WHERE id = 1001")
+    assert changed == _ids(st, "a")
+    assert rows(st4) == rows(lk.snapshot(st4.snapshot_id)) == [1000, 1002]
+    assert rows(st3) == [1000, 1001, 1002]  # an older state keeps its snapshot's rows

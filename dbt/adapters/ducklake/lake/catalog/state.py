@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +149,10 @@ class LakeState:
     tables: dict[tuple[str, str], TableInfo]
     views: dict[tuple[str, str], ViewInfo]
     _files: dict[int, list[DataFile]] = field(default_factory=dict, repr=False)
+    # a table's inlined-data tables and the rows visible at this snapshot (read_inlined), loaded on demand and kept:
+    # at one snapshot they cannot change, and a pruned read of a table would otherwise read them per statement
+    _inlined: dict[int, list[InlinedTable]] = field(default_factory=dict, repr=False)
+    _inlined_rows: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, repr=False)
 
     @property
     def snapshot_id(self) -> int:
@@ -210,13 +214,29 @@ class LakeState:
         return self._files[t.table_id]
 
     def carry_files(self, older: LakeState, changed: Iterable[int]) -> None:
-        """Take the files `older` (an earlier snapshot's state) loaded for tables that no snapshot since changed
-        (`state_advance.tables_changed`): at this snapshot they are the same."""
+        """Take the files and inlined rows `older` (an earlier snapshot's state) loaded for tables that no snapshot
+        since changed (`state_advance.tables_changed`, which counts inlined inserts, deletes and flushes): at this
+        snapshot they are the same."""
         skip = set(changed)
         live = {t.table_id for t in self.tables.values()}
         for tid, files in older._files.items():
             if tid not in skip and tid in live and tid not in self._files:
                 self._files[tid] = files
+        for tid, tables in older._inlined.items():
+            if tid not in skip and tid in live and tid not in self._inlined:
+                self._inlined[tid] = tables
+        for key, rows in older._inlined_rows.items():
+            if key[0] not in skip and key[0] in live and key not in self._inlined_rows:
+                self._inlined_rows[key] = rows
+
+    def inlined_rows(self, table: TableInfo, with_rowid: bool, only: str | None, load: Callable[[], list[Any]]
+                     ) -> list[Any]:
+        """The table's inlined rows visible at this snapshot as `load` reads them (inlined.read_inlined), read once
+        per table, column tree (the rows are mapped to the columns asked for) and options."""
+        key = (table.table_id, table.columns, with_rowid, only)
+        if key not in self._inlined_rows:
+            self._inlined_rows[key] = load()
+        return self._inlined_rows[key]
 
     def has_partial_beyond(self, table: TableInfo) -> bool:
         """Whether a live data file holds rows of snapshots after this one (a partial file: its record count is not
@@ -285,8 +305,10 @@ class LakeState:
     def inlined_tables(self, table: TableInfo | int) -> list[InlinedTable]:
         """The table's inlined-data tables, each with the columns of its schema version."""
         tid = table.table_id if isinstance(table, TableInfo) else table
-        with self.db.read() as conn:
-            return load_inlined_tables(self.db, conn, tid)
+        if tid not in self._inlined:
+            with self.db.read() as conn:
+                self._inlined[tid] = load_inlined_tables(self.db, conn, tid)
+        return self._inlined[tid]
 
     def name_mappings(self, table: TableInfo | int) -> dict[int, NameMapping]:
         tid = table.table_id if isinstance(table, TableInfo) else table

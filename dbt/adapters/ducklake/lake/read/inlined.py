@@ -29,6 +29,13 @@ def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, hi
     With history, every row ever stored (deleted ones too), with its begin_snapshot and end_snapshot columns.
     With only, just that inlined-data table.
     """
+    if not history:  # rows visible at a snapshot never change: read once per state (history rows do: ends are set)
+        return state.inlined_rows(table, with_rowid, only,
+                                  lambda: _read(state, table, with_rowid, history=False, only=only))
+    return _read(state, table, with_rowid, history=True, only=only)
+
+
+def _read(state: LakeState, table: TableInfo, with_rowid: bool, history: bool, only: str | None) -> list[pa.Table]:
     tables = [t for t in state.inlined_tables(table) if only is None or t.table_name == only]
     if not tables:
         return []
