@@ -6,7 +6,7 @@ the median of runs 2-11 (the first run creates the table). `--compact` runs the 
 The model's incremental filter reads the table it appends to (`max(id)`), so each run also reads a table of as many
 files as runs so far: the read path's cost per file shows up here, as does the catalog's per snapshot.
 
-    .venv/bin/python -m bench.append_runs --runs 1000 [--compact] [--json out.json]
+    .venv/bin/python -m bench.append_runs --runs 1000 [--compact | --only-compact] [--json out.json]
 """
 
 from __future__ import annotations
@@ -68,10 +68,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--compact", action="store_true", help="also run the model with ducklake_compact")
+    ap.add_argument("--only-compact", action="store_true", help="only the model with ducklake_compact")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    results = [run(args.runs, False)]
-    if args.compact:
+    results = [] if args.only_compact else [run(args.runs, False)]
+    if args.compact or args.only_compact:
         results.append(run(args.runs, True))
     for r in results:
         print(json.dumps({k: v for k, v in r.items() if k != "per_run_s"}), flush=True)
