@@ -162,7 +162,7 @@ class DuckLake:
             snap = find_snapshot(self.db, conn, version, timestamp)
             latest = version is None and timestamp is None
             cached = self._latest
-            if latest and cached is not None and _same_snapshot(cached.snapshot, snap):
+            if latest and cached is not None and cached.snapshot.same_as(snap):
                 return cached
             state = load_state(self.db, conn, snap, self.data_path)
         if latest:
@@ -177,10 +177,10 @@ class DuckLake:
         with self.db.read() as conn:
             latest = find_snapshot(self.db, conn)
             old = state.snapshot if state is not None else None
-            if old is not None and _same_snapshot(old, latest):
+            if old is not None and old.same_as(latest):
                 return state, frozenset()  # type: ignore[return-value]
             cached = self._latest
-            if cached is not None and _same_snapshot(cached.snapshot, latest):
+            if cached is not None and cached.snapshot.same_as(latest):
                 new = cached  # loaded since by snapshot() (a transaction's base): the same snapshot's state
             else:
                 new = load_state(self.db, conn, latest, self.data_path)
@@ -276,11 +276,6 @@ class DuckLake:
     def close(self) -> None:
         self.db.dispose()
 
-
-
-def _same_snapshot(a: Snapshot, b: Snapshot) -> bool:
-    """The same snapshot: by id and time (a catalog restored from a copy can hold another snapshot under the same id)."""
-    return (a.snapshot_id, a.snapshot_time) == (b.snapshot_id, b.snapshot_time)
 
 
 def _option_text(name: str, value: Any) -> str:

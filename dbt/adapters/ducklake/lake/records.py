@@ -56,6 +56,11 @@ class Snapshot:
     commit_message: str | None = None
     commit_extra_info: str | None = None
 
+    def same_as(self, other: Snapshot) -> bool:
+        """The same snapshot: by id and time (a catalog restored from a copy can hold another snapshot under the same
+        id)."""
+        return (self.snapshot_id, self.snapshot_time) == (other.snapshot_id, other.snapshot_time)
+
 
 @dataclass(frozen=True)
 class SchemaInfo:

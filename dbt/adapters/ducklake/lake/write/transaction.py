@@ -460,9 +460,8 @@ class Transaction:
                                                                     self._staged.created_view_ids)
                         check_conflicts(db, conn, self.base.snapshot_id, mine)
                     # nobody committed since the base (the usual case): its state is the latest, no second load
-                    unchanged = (latest_snap.snapshot_id, latest_snap.snapshot_time) == (
-                        self.base.snapshot_id, self.base.snapshot.snapshot_time)
-                    latest = self.base if unchanged else load_state(db, conn, latest_snap, self.lake.data_path)
+                    latest = (self.base if latest_snap.same_as(self.base.snapshot)
+                              else load_state(db, conn, latest_snap, self.lake.data_path))
                     builder = CatalogBuilder(db, conn, latest)
                     for op in self._ops:
                         op.apply(builder)
