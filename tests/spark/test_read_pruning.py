@@ -45,6 +45,7 @@ SETUP = [
     "INSERT INTO lake.k2 VALUES (350)",
     "INSERT INTO lake.t VALUES (1000, 'inl', 7, DATE '2030-01-01', 9.5, TIMESTAMP '2030-01-01', "
     "TIMESTAMPTZ '2030-01-01 00:00:00+00'), (1001, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "CREATE TABLE lake.e (id BIGINT, d DATE)",
 ]
 
 
@@ -178,6 +179,64 @@ def test_max_from_exact_statistics_needs_no_read(spark: SparkSession, lake: tupl
         os.rename(mfile.path + ".away", mfile.path)
     assert "main.m" not in q.sql and q.files == {("main", "t"): (1, 3)}
     assert got == [r[0] for r in _duckdb(catalog, sql)] == []  # ts > max(ts) means id > 249: none <= 249
+
+
+# scalar subqueries the catalog answers wherever they stand (not only in a pruned read's WHERE)
+ANSWERED = [
+    "SELECT x FROM VALUES (240), (250), (260) AS v(x) WHERE x > (SELECT coalesce(max(id), -1) FROM main.m)",
+    "SELECT (SELECT max(d) FROM main.m), (SELECT min(ts) FROM main.m) AS lo, (SELECT max(tz) FROM main.m), "
+    "(SELECT count(*) + 1 FROM main.m x), (SELECT min(n) FROM main.m)",
+    "SELECT coalesce((SELECT max(id) FROM main.e), -1) AS a, (SELECT min(d) FROM main.e) AS b, "
+    "(SELECT count(*) FROM main.e) AS c",
+    "SELECT 1 AS one WHERE 249 IN (SELECT max(id) FROM main.m)",
+]
+
+
+@pytest.mark.parametrize("sql", ANSWERED)
+def test_aggregates_of_exact_statistics_are_answered_anywhere(spark: SparkSession, lake: tuple[str, DuckLake],
+                                                              sql: str) -> None:
+    """max/min/count(*) subqueries over tables whose statistics are exact (dbt's incremental filter over a source
+    that is not a lake table, `coalesce(max(id), -1)`) read no file: main.m's file is away while Spark answers, and
+    the rows and column names are Spark's own answer."""
+    _, lk = lake
+    names = LakeNames(spark, lk)
+    state = names.refresh([("main", "m"), ("main", "e")])
+    want = spark.sql(sql)
+    expected, columns = [tuple(r) for r in want.collect()], want.columns
+    st = lk.snapshot()
+    (mfile,) = st.files(st.table("main", "m"))
+    q = prune_query(spark, state, sql)
+    os.rename(mfile.path, mfile.path + ".away")
+    try:
+        df = spark.sql(q.sql)
+        got = [tuple(r) for r in df.collect()]
+    finally:
+        os.rename(mfile.path + ".away", mfile.path)
+    assert "main." not in q.sql and not q.views
+    assert q.replaced >= {("main", "m")} or "main.m" not in sql
+    assert got == expected and df.columns == columns
+
+
+def test_answered_values_are_duckdbs(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
+    catalog, lk = lake
+    sql = "SELECT (SELECT max(id) FROM main.m), (SELECT min(d) FROM main.m), (SELECT max(n) FROM main.m)"
+    q = prune_query(spark, LakeNames(spark, lk).refresh([("main", "m")]), sql)
+    assert "main." not in q.sql
+    assert [tuple(r) for r in spark.sql(q.sql).collect()] == _duckdb(catalog, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    # a derived table's columns are named by the aggregates' texts and nullable
+    "SELECT * FROM (SELECT max(id) FROM main.m) s", "SELECT m FROM (SELECT max(id) AS m FROM main.m) s",
+    "SELECT (SELECT max(id) FROM main.k)", "SELECT (SELECT max(id) FROM main.k2)",  # deletes, inlined rows
+    "SELECT (SELECT max(amt) FROM main.m)",  # decimal: the statistics' text is not an exact value here
+    "SELECT (SELECT max(id) FROM main.t)",
+    "SELECT (SELECT count(id) FROM main.m)", "SELECT (SELECT max(id) FROM main.m GROUP BY n LIMIT 1)",
+])
+def test_other_subqueries_are_left_to_spark(spark: SparkSession, lake: tuple[str, DuckLake], sql: str) -> None:
+    _, lk = lake
+    st = LakeNames(spark, lk).refresh([("main", "m"), ("main", "k"), ("main", "k2"), ("main", "t")])
+    assert prune_query(spark, st, sql).sql == sql
 
 
 @pytest.mark.parametrize("inner", ["main.k", "main.k2"])

@@ -33,7 +33,7 @@ from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import UnsupportedTypeError
 from ..lake.read.inlined import read_inlined
 from ..lake.read.scan import plan_scan, row_count
-from ..lake.records import Column
+from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
 from .names import table_refs
 from .predicates import column_ref, to_predicate, unparen
@@ -85,7 +85,7 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
     """See the module; the query unchanged when nothing can be pruned (or it is not a plain query)."""
     out = PrunedQuery(sql)
     lower = sql.lower()
-    if not state.tables or ("where" not in lower and "count" not in lower):
+    if not state.tables or not any(w in lower for w in ("where", "count", "max", "min")):
         return out
     try:
         tree = sqlglot.parse_one(sql, read="spark")
@@ -96,21 +96,23 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
     if counted is not None:
         out.sql, out.replaced = counted
         return out
-    if "where" not in lower:
-        return out
     if not isinstance(tree, exp.Query) or any(c.args.get("db") for c in tree.find_all(exp.Column)):
         return out  # not a query, or schema.table.column names (renaming the table would break them)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     edits: list[tuple[int, int, str]] = []  # (start, end exclusive, replacement) in the original text
     try:
-        for select in list(tree.find_all(exp.Select)):
-            if any(s <= _start(select) < e for s, e, _ in edits):
-                continue  # inside a subquery already replaced by its value
-            edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh)
+        if "where" in lower:
+            for select in list(tree.find_all(exp.Select)):
+                if any(s <= _start(select) < e for s, e, _ in edits):
+                    continue  # inside a subquery already replaced by its value
+                edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh)
+        edits += _answered_subqueries(state, tree, tokens, edits)
     except BaseException:
         for v in out.views:
             spark.catalog.dropTempView(v)
         raise
+    if not edits:
+        return out
     left = set()
     for t in tree.find_all(exp.Table):
         if t.db and not any(s <= _start(t) < e for s, e, _ in edits):
@@ -268,9 +270,8 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$")
 
 
 def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -> tuple[str, str] | None:
-    """`(SELECT max(c) FROM schema.table)` (or min) from the catalog's file statistics, when they are provably
-    exact: every live file has bounds for the column (or is all NULL), no row is deleted (bounds count deleted rows),
-    no file is partial, no row is inlined; integer, date and timestamp columns only (exact bounds, plain texts)."""
+    """`(SELECT max(c) FROM schema.table)` (or min) from the catalog's file statistics when they are provably exact
+    (`_extreme`), as (Spark literal, lake text); None for any other shape, type or a NULL answer."""
     sel = sub.this
     if not isinstance(sel, exp.Select) or set(k for k, v in sel.args.items() if v) != {"expressions", "from_"}:
         return None
@@ -278,18 +279,40 @@ def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -
         return None
     agg = sel.expressions[0]
     agg = agg.this if isinstance(agg, exp.Alias) else agg
-    tnode = sel.args["from_"].this
-    if type(agg) not in (exp.Max, exp.Min) or agg.expressions or not isinstance(tnode, exp.Table) \
-            or not tnode.db or set(k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
+    table = _plain_table(state, sel.args["from_"].this)
+    if type(agg) not in (exp.Max, exp.Min) or agg.expressions or table is None:
         return None
-    table = ci_lookup(state.tables, (tnode.db, tnode.name))
-    col = _column(agg.this, {c.name.lower(): c for c in table.columns}, tnode.alias or tnode.name) if table else None
-    if col is None or col.is_nested:
+    tnode = sel.args["from_"].this
+    col = _column(agg.this, {c.name.lower(): c for c in table.columns}, tnode.alias or tnode.name)
+    try:
+        if col is None or to_spark(col) != want:
+            return None
+    except UnsupportedTypeError:
+        return None
+    found = _extreme(state, table, col, isinstance(agg, exp.Max))
+    return None if found is None or found[1] is None else (found[0], found[1])
+
+
+def _plain_table(state: LakeState, tnode: exp.Expression) -> TableInfo | None:
+    """The lake table a FROM item names plainly (`schema.table [alias]`: no time travel, sample or hints)."""
+    if not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
+            k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
+        return None
+    return ci_lookup(state.tables, (tnode.db, tnode.name))
+
+
+def _extreme(state: LakeState, table: TableInfo, col: Column, is_max: bool) -> tuple[str, str | None] | None:
+    """max(col) (or min) of the whole table from the catalog's file statistics, when they are provably exact: every
+    live file has bounds for the column (or is all NULL), no row is deleted (bounds count deleted rows), no file is
+    partial, no row is inlined; integer, date and timestamp columns only (exact bounds, plain texts). As (Spark
+    literal, lake text), (typed NULL, None) when the table holds no non-NULL value, None when not provable."""
+    if col.is_nested:
         return None
     t = parse_type(col.type)
     try:
-        if t not in _EXACT_TYPES or to_spark(col) != want:
+        if t not in _EXACT_TYPES:
             return None
+        want = to_spark(col)
     except UnsupportedTypeError:
         return None
     texts = []
@@ -299,15 +322,17 @@ def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -
         st = next((s for s in f.stats if s.column_id == col.column_id), None)
         if st is None:
             return None  # e.g. a column added later: its value there is the default, not in the stats
-        bound = st.max_value if isinstance(agg, exp.Max) else st.min_value
+        bound = st.max_value if is_max else st.min_value
         if bound is None:
             if st.null_count is not None and st.null_count >= f.record_count:
                 continue  # every value NULL: no bound to take
             return None
         texts.append(bound)
-    if not texts or any(len(x) for x in read_inlined(state, table, with_rowid=False)):
-        return None  # NULL (Spark finds no row quickly), or inlined rows the stats do not cover
-    pick = max if isinstance(agg, exp.Max) else min
+    if any(len(x) for x in read_inlined(state, table, with_rowid=False)):
+        return None  # inlined rows: the stats do not cover them
+    if not texts:
+        return f"CAST(NULL AS {want.simpleString()})", None
+    pick = max if is_max else min
     try:
         text = pick(texts, key=lambda x: sort_key(t, x))
         if t == "date":
@@ -320,6 +345,65 @@ def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -
         return _RENDER[type(want)][1](int(text), want)
     except (ValueError, ArithmeticError):
         return None
+
+
+def _answered_select(state: LakeState, sel: exp.Expression) -> str | None:
+    """A `SELECT <aggregates> FROM schema.table` answered from the catalog, as the text of a FROM-less SELECT of
+    literals (one row, as an aggregate without GROUP BY gives): every column it names must sit in a max/min that
+    `_extreme` proves, or be count(*); around them any expression of literals (dbt's `coalesce(max(id), -1)`).
+    None for any other shape."""
+    if not isinstance(sel, exp.Select) or set(k for k, v in sel.args.items() if v) != {"expressions", "from_"}:
+        return None
+    tnode = sel.args["from_"].this
+    table = _plain_table(state, tnode)
+    if table is None:
+        return None
+    columns = {c.name.lower(): c for c in table.columns}
+    qualifier = tnode.alias or tnode.name
+    out = []
+    for e in sel.expressions:
+        e = e.copy()
+        aggs = list(e.find_all(exp.AggFunc))
+        if not aggs:
+            return None  # a plain expression: one row per table row, not one
+        for agg in aggs:
+            if isinstance(agg, exp.Count) and isinstance(agg.this, exp.Star) and agg.args.get("big_int") is not False:
+                if state.has_partial_beyond(table):
+                    return None
+                literal = f"CAST({row_count(state, table)} AS BIGINT)"
+            elif type(agg) in (exp.Max, exp.Min) and not agg.expressions:
+                col = _column(agg.this, columns, qualifier)
+                found = _extreme(state, table, col, isinstance(agg, exp.Max)) if col is not None else None
+                if found is None:
+                    return None
+                literal = found[0]
+            else:
+                return None
+            new = sqlglot.parse_one(literal, read="spark")
+            if agg is e:
+                e = new
+            else:
+                agg.replace(new)
+        if any(e.find_all(exp.Column, exp.Star, exp.Subquery, exp.Window, exp.AggFunc)):
+            return None  # a column outside an aggregate, a window, a subquery, another aggregate
+        out.append(e)
+    return exp.select(*out).sql(dialect="spark")
+
+
+def _answered_subqueries(state: LakeState, tree: exp.Expression, tokens: list[Token],
+                         edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Scalar subqueries of the statement that the catalog answers (`_answered_select`), replaced by their literal
+    SELECT: Spark then reads nothing of the table for them (dbt's incremental filter over a table of many files)."""
+    found: list[tuple[int, int, str]] = []
+    for sub in tree.find_all(exp.Subquery):
+        if sub.alias or sub.parent is None or isinstance(sub.parent, (exp.From, exp.Join, exp.SetOperation, exp.CTE)):
+            continue  # a derived table or set operand: its columns' names and nullability would change
+        text = _answered_select(state, sub.this)
+        span = _paren_span(tokens, sub.this) if text is not None else None  # the alias is outside the parens
+        if span is None or any(s < span[1] and span[0] < e for s, e, _ in edits + found):
+            continue
+        found.append((span[0], span[1], f"({text})"))
+    return found
 
 
 def _micros_text(micros: int) -> str:
