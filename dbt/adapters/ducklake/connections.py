@@ -20,6 +20,7 @@ from pyspark.errors import PySparkException
 from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .cursor import DuckLakeCursor
+from .lake.catalog.state import LakeState
 from .lake.errors import DuckLakeError
 from .publish import Build, build_for
 from .router import Change, RoutingError
@@ -67,18 +68,19 @@ class DuckLakeHandle:
         if work is not None:
             work.rollback()
 
-    def run_change(self, stage: Callable[[LakeWork], int], change: Change) -> int:
-        """Stage a change in the open transaction, or commit it on its own outside one."""
+    def run_change(self, stage: Callable[[LakeWork], int], change: Change, base: LakeState | None = None) -> int:
+        """Stage a change in the open transaction, or commit it on its own outside one. base: the latest state the
+        statement read its names in, the base of a unit of work it starts (no second look at the catalog)."""
         op = f"{change.kind} {change.schema + '.' if change.schema else ''}{change.name or ''}".strip()
         if self.build is not None:
             return self.build.stage(stage, (get_node_info() or {}).get("unique_id"), op)
         if self.in_transaction:
             if self.work is None:
-                self.work = LakeWork(self.runtime.spark, self.runtime.lake)
+                self.work = LakeWork(self.runtime.spark, self.runtime.lake, base=base)
             result = stage(self.work)
             self._operations.append(op)
             return result
-        work = LakeWork(self.runtime.spark, self.runtime.lake)
+        work = LakeWork(self.runtime.spark, self.runtime.lake, base=base)
         try:
             result = stage(work)
         except BaseException:

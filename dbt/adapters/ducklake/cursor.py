@@ -88,9 +88,9 @@ class DuckLakeCursor:
                 (df.createOrReplaceTempView if routed.replace else df.createTempView)(routed.name)
             self.message = "OK"
             return
-        rt.names.refresh(routed.refs, h.creds.schema)
+        state = rt.names.refresh(routed.refs, h.creds.schema)
         assert isinstance(routed, Change)
-        self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed)
+        self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed, state)
         self.message = routed.kind.upper() + (f" {self.rowcount}" if self.rowcount >= 0 else "")
 
     @staticmethod

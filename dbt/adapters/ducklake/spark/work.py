@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot.errors import ParseError
 
-from ..lake.catalog.state import ci_lookup
+from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import NoSuchColumnError, NoSuchTableError
 from ..lake.lake import DuckLake
 from ..lake.paths import discard_files, to_local
@@ -43,11 +43,12 @@ class LakeWork:
     """The staged changes of one transaction of a SQL session."""
 
     def __init__(self, spark: SparkSession, lake: DuckLake, *, author: str | None = None,
-                 commit_message: str | None = None, commit_extra_info: str | None = None) -> None:
+                 commit_message: str | None = None, commit_extra_info: str | None = None,
+                 base: LakeState | None = None) -> None:
         self.spark = spark
         self.lake = lake
         self.tx: Transaction = lake.transaction(author=author, commit_message=commit_message,
-                                                commit_extra_info=commit_extra_info)
+                                                commit_extra_info=commit_extra_info, base=base)
         self.touched: set[tuple[str, str]] = set()  # (schema, name) of changed objects, lower case
         self._cloned: set[tuple[str, str]] = set()  # tables cloned in this unit: their files are staged at commit
         self._scratch: str | None = None  # see scratch_dir

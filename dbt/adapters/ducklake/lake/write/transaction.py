@@ -50,12 +50,15 @@ class Transaction:
         commit_message: str | None = None,
         commit_extra_info: str | None = None,
         base_snapshot: int | None = None,
+        base: LakeState | None = None,
     ) -> None:
         self.lake = lake
         self.author = author
         self.commit_message = commit_message
         self.commit_extra_info = commit_extra_info
-        self.base: LakeState = lake.snapshot(base_snapshot)
+        # a state the caller just learned is the latest (a statement's names) saves a catalog round trip; an older
+        # one only means a later base: the commit checks what was committed since, as for any base
+        self.base: LakeState = base if base is not None else lake.snapshot(base_snapshot)
         self._ops: list[ops.Operation] = []
         # validates staged DDL and gives new columns the ids the commit gives them (files written in the transaction
         # carry them); the commit replays the operations on the catalog
