@@ -11,6 +11,11 @@ An uncorrelated scalar subquery compared with one of the table's columns (dbt's 
 in the text as an exact literal: the value that pruned is the value that filters, and Spark does not compute it
 twice. Uncorrelated is proven by Spark: the subquery alone must analyze (a reference to an outer column would not
 resolve), and it must not name a CTE of the statement (alone, that name would resolve to something else).
+
+Scalar subqueries anywhere in a query that aggregate a whole lake table with max/min/count(*) (`(SELECT
+coalesce(max(id), -1) FROM this)` over a source that is no lake table) are answered from the catalog when its
+statistics are exact, as DuckDB answers them: Spark then reads none of the table's files (many small ones after
+frequent appends).
 """
 
 from __future__ import annotations
