@@ -13,6 +13,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .router import Change
+from .spark.sql_literals import string_literal
+
+VALUES_CELLS = 5_000  # an inline table of this many literals parses and analyzes faster than a Spark job writes it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,9 +42,18 @@ def _text(v: Any) -> str | None:
 
 def seed_dataframe(spark: SparkSession, names: Sequence[str], rows: Sequence[Sequence[Any]],
                    types: Sequence[str]) -> DataFrame:
-    """Rows as text, cast by Spark to each column's type (so a column_types override is any Spark type)."""
+    """Rows as text, cast by Spark to each column's type (so a column_types override is any Spark type).
+
+    Up to VALUES_CELLS values are an inline VALUES table, which Spark evaluates on the driver (no job: the lake
+    writer writes the rows, spark/local_write); larger seeds are a DataFrame of the rows, written by the executors.
+    """
     raw = [f"c{i}" for i in range(len(names))]
-    schema = T.StructType([T.StructField(r, T.StringType()) for r in raw])
-    df = spark.createDataFrame([tuple(_text(v) for v in row) for row in rows], schema)
     quoted = ["`" + n.replace("`", "``") + "`" for n in names]
-    return df.selectExpr(*[f"CAST({r} AS {t}) AS {q}" for r, t, q in zip(raw, types, quoted, strict=True)])
+    casts = [f"CAST({r} AS {t}) AS {q}" for r, t, q in zip(raw, types, quoted, strict=True)]
+    texts = [tuple(_text(v) for v in row) for row in rows]
+    if names and texts and len(texts) * len(names) <= VALUES_CELLS:
+        values = ", ".join("(" + ", ".join("NULL" if v is None else string_literal(v) for v in row) + ")"
+                           for row in texts)
+        return spark.sql(f"SELECT {', '.join(casts)} FROM VALUES {values} AS v({', '.join(raw)})")
+    schema = T.StructType([T.StructField(r, T.StringType()) for r in raw])
+    return spark.createDataFrame(texts, schema).selectExpr(*casts)

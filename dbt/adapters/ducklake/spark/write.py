@@ -43,6 +43,7 @@ from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.write.faults import fault_point
 from ..lake.write.partitioning import validate_transform
 from ..lake.write.writer import NULL_PARTITION_DIR
+from .local_write import write_local
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
 from .types import columns_from_spark, spark_field, spark_schema
@@ -95,6 +96,11 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         raise ValueError(f"the Spark writer needs the table directory on a file system the driver can list and move "
                          f"files in (a local or shared path); got {table_dir!r}")
     conformed = conform(df, table, keep=row_ids)
+    if row_ids is None:
+        local = write_local(spark, conformed, table, table_dir)
+        if local is not None:
+            fault_point("spark_write")
+            return local
     keys = _partition_keys(table, conformed)
     staging = join_path(as_dir(table_dir), f"ducklake-write-{uuid7()}")
     local_staging = to_local(staging)

@@ -1,0 +1,69 @@
+"""Rows Spark evaluates on the driver (a seed's VALUES, cast to its column types), written without a Spark job.
+
+Spark's optimizer folds casts and projections over an inline table into a local relation: collecting it runs no job,
+and the values are Spark's own (its cast semantics, errors included). Writing a few rows as a Spark job costs a
+quarter second or more per table (seeds: one job each); the lake's own Parquet writer (`lake.write.writer`, the
+layout compaction writes) takes milliseconds. Anything else (a plan that needs executors, a partitioned table, NOT
+NULL checks, types written through an encoding) goes the Spark way.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..lake.records import TableInfo
+from ..lake.write.datafiles import DataFileSpec
+from ..lake.write.writer import write_data_files
+from .session import is_classic
+from .sql_literals import ident
+from .type_writings import needs_conversion
+
+# Spark types whose collected Python values map to Arrow exactly (timestamps with a zone are collected as micros)
+_ARROW = {
+    T.BooleanType: pa.bool_(), T.ByteType: pa.int8(), T.ShortType: pa.int16(), T.IntegerType: pa.int32(),
+    T.LongType: pa.int64(), T.FloatType: pa.float32(), T.DoubleType: pa.float64(), T.StringType: pa.string(),
+    T.BinaryType: pa.binary(), T.DateType: pa.date32(), T.TimestampNTZType: pa.timestamp("us"),
+    T.TimestampType: pa.timestamp("us", tz="UTC"),
+}
+
+
+def is_local(df: DataFrame) -> bool:
+    """Whether Spark computes the DataFrame on the driver: its optimized plan is a local relation."""
+    plan = df._jdf.queryExecution().optimizedPlan()  # noqa: SLF001 - classic sessions only (checked by callers)
+    return plan.getClass().getSimpleName() == "LocalRelation"
+
+
+def _arrow_type(dt: T.DataType) -> pa.DataType | None:
+    if isinstance(dt, T.DecimalType):
+        return pa.decimal128(dt.precision, dt.scale)
+    return _ARROW.get(type(dt))
+
+
+def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str) -> list[DataFileSpec] | None:
+    """The conformed DataFrame's rows written as the table's data files by the driver, when Spark evaluates them on
+    the driver (see the module); None when the write must go through Spark."""
+    if (not is_classic(spark) or table.partition is not None or any(not c.nullable for c in table.columns)
+            or any(needs_conversion(c) for c in table.columns)):
+        return None
+    fields = df.schema.fields
+    types = [_arrow_type(f.dataType) for f in fields]
+    if len(fields) != len(table.columns) or any(t is None for t in types) or not is_local(df):
+        return None
+    # a zoned timestamp collects as the local wall time of the Python process: take its micros instead
+    proj = [F.unix_micros(F.col(ident(f.name))) if isinstance(f.dataType, T.TimestampType) else F.col(ident(f.name))
+            for f in fields]
+    local = df.select(*proj)
+    if not is_local(local):
+        return None
+    rows = local.collect()  # a local relation: no job
+    arrays = []
+    for i, t in enumerate(types):
+        values = [r[i] for r in rows]
+        if t == pa.binary():
+            values = [None if v is None else bytes(v) for v in values]
+        arrays.append(pa.array(values, type=t))
+    data = pa.Table.from_arrays(arrays, names=[c.name for c in table.columns])
+    return write_data_files(table, table_dir, data)
