@@ -125,13 +125,13 @@ def reference_lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 # `--no-loadscope-reorder` (pytest-xdist >= 3.6 otherwise sorts scopes by their number of tests).
 _XDIST_FIRST = (
     "tests/functional/test_writers.py", "tests/functional/test_write_audit_publish.py",
-    "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
+    "tests/functional/test_many_files.py", "tests/lake/test_read_conformance.py", "tests/spark/test_scan.py",
     "tests/support/test_reference_lakes.py", "tests/spark/test_changes.py",
     "tests/lake/test_maintenance.py", "tests/functional/adapter/test_snapshots.py",
     "tests/functional/test_snapshot_scenarios.py", "tests/functional/test_change_feed.py",
     "tests/spark/test_connect.py", "tests/functional/test_threads.py", "tests/functional/test_incremental_scenarios.py",
     "tests/spark/test_fuzz.py", "tests/functional/test_python_models.py",
-    "tests/functional/test_many_files.py", "tests/functional/test_local_server_dbt.py", "tests/lake/test_clone.py",
+    "tests/functional/test_local_server_dbt.py", "tests/lake/test_clone.py",
     "tests/functional/test_column_types.py", "tests/spark/test_column_types.py",
 )
 
