@@ -161,3 +161,57 @@ def test_inlined_rows_of_an_unchanged_table_carry_over(lake: tuple[str, DuckLake
     assert changed == _ids(st, "a")
     assert rows(st4) == rows(lk.snapshot(st4.snapshot_id)) == [1000, 1002]
     assert rows(st3) == [1000, 1001, 1002]  # an older state keeps its snapshot's rows
+
+
+def _opens(monkeypatch: pytest.MonkeyPatch, lk: DuckLake) -> list[int]:
+    calls: list[int] = []
+    real = lk.db._raw_connect
+
+    def counted() -> object:
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(lk.db, "_raw_connect", counted)
+    return calls
+
+
+def test_an_unchanged_catalog_file_is_not_opened_and_every_commit_is_seen(
+        lake: tuple[str, DuckLake], monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a DuckDB catalog file (and its WAL) is as it was when the latest snapshot was read, a statement learns
+    that nothing was committed without opening it; a DuckDB commit in between, even right after a read, is seen."""
+    import time
+
+    from dbt.adapters.ducklake.lake.catalog import database
+
+    catalog, lk = lake
+    monkeypatch.setattr(database, "STABLE_AFTER_NS", 200_000_000)
+    time.sleep(0.25)
+    st, _ = lk.advance(None)
+    opens = _opens(monkeypatch, lk)
+    for _ in range(3):
+        assert lk.advance(st) == (st, frozenset())
+        assert lk.snapshot() is st
+    assert opens == []
+    _duck(catalog, "INSERT INTO lake.b SELECT range FROM range(40, 60)", lake=lk)  # right after: not trusted yet
+    new, changed = lk.advance(st)
+    assert new.snapshot_id == st.snapshot_id + 1 and changed == _ids(new, "b") and len(opens) == 1
+    time.sleep(0.25)
+    assert lk.advance(new)[0] is new and len(opens) == 2  # stable again: one look, remembered with its token
+    assert lk.advance(new)[0] is new and len(opens) == 2
+    _duck(catalog, "DELETE FROM lake.a WHERE id = 3", lake=lk)
+    time.sleep(0.25)  # the commit's stamp is old enough to trust, and differs from the one seen
+    newer, changed = lk.advance(new)
+    assert newer.snapshot_id == new.snapshot_id + 1 and changed == _ids(newer, "a")
+
+
+def test_only_duckdb_catalog_files_have_a_change_token(tmp_path: Path) -> None:
+    lk = DuckLake.create(f"sqlite:///{tmp_path}/s.sqlite", f"{tmp_path}/data/")
+    try:
+        assert lk.db.change_token() is None
+    finally:
+        lk.close()
+    lk = DuckLake.create(f"duckdb:///{tmp_path}/d.ducklake", f"{tmp_path}/data2/")
+    try:
+        assert lk.db.change_token() is None  # just written: its next write could carry the same time stamp
+    finally:
+        lk.close()

@@ -38,6 +38,9 @@ class DuckLake:
         # the last state loaded at the latest snapshot: while no commit follows, a transaction's base and the Spark
         # names' state are this one object instead of a full catalog load each (states are read-only)
         self._latest: LakeState | None = None
+        # (change token, latest snapshot) of the last look at the catalog: while the token is the same, so is the
+        # latest snapshot, and a statement needs no catalog open to know it (CatalogDB.change_token)
+        self._seen: tuple[tuple[object, ...], Snapshot] | None = None
 
     # opening -----------------------------------------------------------------------------------------------
     @classmethod
@@ -158,10 +161,15 @@ class DuckLake:
         Raises:
             NoSuchSnapshotError: no such version (or it was expired), or the time is before the lake.
         """
+        latest = version is None and timestamp is None
+        token = self.db.change_token() if latest else None
+        cached = self._latest
+        if token is not None and cached is not None and self._unchanged(token, cached.snapshot):
+            return cached
         with self.db.read() as conn:
             snap = find_snapshot(self.db, conn, version, timestamp)
-            latest = version is None and timestamp is None
-            cached = self._latest
+            if latest:
+                self._saw(token, snap)
             if latest and cached is not None and cached.snapshot.same_as(snap):
                 return cached
             state = load_state(self.db, conn, snap, self.data_path)
@@ -169,13 +177,25 @@ class DuckLake:
             self._latest = state
         return state
 
+    def _unchanged(self, token: tuple[object, ...], snap: Snapshot) -> bool:
+        """Whether the catalog is provably still at `snap`: its change token is the one seen with it."""
+        seen = self._seen
+        return seen is not None and seen[0] == token and seen[1].same_as(snap)
+
+    def _saw(self, token: tuple[object, ...] | None, latest: Snapshot) -> None:
+        self._seen = None if token is None else (token, latest)
+
     def advance(self, state: LakeState | None) -> tuple[LakeState, frozenset[int] | None]:
         """The lake at its latest snapshot and the ids of the tables changed since `state` (None: unknown, treat all
         as changed). `state` itself when nothing was committed since (a snapshot is known by id and time: a catalog
         restored from a copy can hold another snapshot under the same id); otherwise a new state that keeps the
         files `state` loaded for unchanged tables. One catalog connection."""
+        token = self.db.change_token()  # before the query: a commit after it changes the token
+        if token is not None and state is not None and self._unchanged(token, state.snapshot):
+            return state, frozenset()
         with self.db.read() as conn:
             latest = find_snapshot(self.db, conn)
+            self._saw(token, latest)
             old = state.snapshot if state is not None else None
             if old is not None and old.same_as(latest):
                 return state, frozenset()  # type: ignore[return-value]

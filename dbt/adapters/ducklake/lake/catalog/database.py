@@ -28,6 +28,10 @@ POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
 ARROW_INSERT_MIN_ROWS = 2
 
 
+# A DuckDB catalog file (and its WAL) last modified this long ago has a modification time that any later commit
+# changes (file systems stamp writes with a clock of a few ms; network file systems are not for DuckDB files)
+STABLE_AFTER_NS = 1_000_000_000
+
 # the pip extra that installs each backend's driver (DuckDB's and SQLite's come with the package)
 _DRIVER_EXTRAS = {"postgresql": "postgres"}
 
@@ -75,6 +79,29 @@ class CatalogDB:
     def t(self, name: str) -> str:
         """A catalog table name, qualified with the metadata schema if any."""
         return self.prefix + name
+
+    def change_token(self) -> tuple[object, ...] | None:
+        """Without opening the catalog: a value that every commit to a DuckDB catalog file changes (the file's and
+        its WAL's modification time, size and inode), or None when there is none to trust (another backend, or a file
+        modified in the last STABLE_AFTER_NS, whose next modification could carry the same time stamp). Take it
+        before reading the catalog: a commit after it then changes it."""
+        path = self.location.file_path if self.location.backend == "duckdb" else None
+        if not path:
+            return None
+        now = time.time_ns()
+        parts: list[object] = []
+        for p in (path, path + ".wal"):
+            try:
+                st = os.stat(p)
+            except FileNotFoundError:
+                parts.append(None)
+                continue
+            except OSError:
+                return None
+            if now - st.st_mtime_ns < STABLE_AFTER_NS:
+                return None
+            parts.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev))
+        return tuple(parts)
 
     # connections -------------------------------------------------------------------------------------------
     @property
