@@ -236,3 +236,56 @@ def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: Spark
     assert arrow_rows(read_arrow(st, st.table("main", "d"))) == rows_before
     lake.close()
     assert violations(catalog) == []
+
+
+@pytest.mark.parametrize("key", ["id", "k", "null"])
+def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+                                                 key: str) -> None:
+    """A target file of many row groups (the writer's ROW_GROUP_BYTES makes them for large tables; a small size here)
+    merged with a source whose keys cover a narrow range: the join reads the target under key_range_sql's filter, so
+    Spark skips the row groups outside the range. The result is DuckDB's MERGE on the same lake. key 'null': every
+    source key is NULL (the filter is `false`: nothing matches, every source row is inserted)."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.ducklake.spark import write
+    from dbt.adapters.ducklake.spark.dml import key_range_sql
+    from dbt.adapters.ducklake.spark.one_shot import create_table_as, merge_into
+
+    monkeypatch.setitem(write._WRITER_OPTIONS, "parquet.block.size", str(64 * 1024))
+    rows = "SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, concat('v', id) AS v FROM range(0, 20000)"
+    lakes = {}
+    for name in ("ours", "theirs"):
+        lakes[name] = f"duckdb:///{tmp_path}/{name}.ducklake"
+        lake = DuckLake.create(lakes[name], f"{tmp_path}/{name}_data/")
+        create_table_as(spark, lake, "main", "t", spark.sql(rows).coalesce(1))
+        lake.close()
+    if key == "null":
+        source = spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'x' AS k, 'n' AS v")
+        on = "t.id = s.id"
+    else:
+        source = spark.sql("SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, concat('m', id) AS v "
+                           "FROM range(15000, 15300, 7) UNION ALL "
+                           "SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, 'new' AS v FROM range(20000, 20010)")
+        on = f"t.{key} = s.{key}"
+    lake = DuckLake.open(lakes["ours"])
+    info = lake.snapshot().table("main", "t")
+    assert key_range_sql(info, [("id", "id")], (3, "15000", "15300")) == "t.`id` >= 15000 AND t.`id` <= 15300"
+    assert key_range_sql(info, [("k", "k")], (3, "01'5", "02")) == "t.`k` >= '01\\'5' AND t.`k` <= '02'"
+    assert key_range_sql(info, [("id", "id")], (1, None, None)) == "false"
+    merge_into(spark, lake, "main", "t", source, on, matched="update", matched_set={"v": "s.v"},
+               not_matched_insert=True)
+    st = lake.snapshot()
+    ours_rows = arrow_rows(read_arrow(st, st.table("main", "t")))
+    lake.close()
+    with reference.attached(lakes["ours"]) as con:  # the target's file has many row groups, as meant
+        (path,) = [r[0] for r in con.execute("SELECT data_file FROM ducklake_list_files('lake', 't') "
+                                             "ORDER BY data_file").fetchall()][:1]
+    assert pq.ParquetFile(path).num_row_groups > 5
+    src = source.toArrow()  # noqa: F841 - read by DuckDB's replacement scan
+    with reference.attached(lakes["theirs"]) as con:
+        con.execute(f"MERGE INTO lake.t AS t USING src AS s ON {on} WHEN MATCHED THEN UPDATE SET v = s.v "
+                    "WHEN NOT MATCHED THEN INSERT (id, k, v) VALUES (s.id, s.k, s.v)")
+        expected = arrow_rows(con.execute("SELECT rowid, * FROM lake.t").to_arrow_table())
+    assert sorted((r[1:] for r in ours_rows), key=repr) == sorted((r[1:] for r in expected), key=repr)
+    assert len(expected) == 20000 + (1 if key == "null" else 10)
+    assert violations(lakes["ours"]) == []

@@ -29,7 +29,7 @@ from ..lake.write.datafiles import DataFileSpec
 from ..lake.write.transaction import Transaction
 from .predicates import column_ref, conjuncts, to_predicate, unparen
 from .scan import LOCATORS, target_rows_sql
-from .sql_literals import ident, literal
+from .sql_literals import ident, literal, string_literal
 
 
 @dataclass(frozen=True)
@@ -321,6 +321,30 @@ def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]], 
     return parts
 
 
+def key_range_sql(info: TableInfo, keys: list[tuple[str, str]], row: tuple, alias: str = "t") -> str | None:
+    """A filter on the target's rows that a MERGE's key equalities can match, from bounds_sql's row: each integer
+    or string key column between the source keys' min and max (None: no such key). Unlike file pruning (catalog
+    statistics), Spark pushes it into the Parquet reader, which skips the row groups whose statistics exclude it: a
+    source of clustered keys reads the target's row groups it can hit, not the whole of every file it can hit."""
+    from .types import to_spark
+
+    by_name = {c.name: c for c in info.columns}
+    terms = []
+    for i, (tc, _sc) in enumerate(keys):
+        lo, hi = row[1 + 2 * i], row[2 + 2 * i]
+        t_type = to_spark(by_name[tc]).simpleString()
+        if lo is None:
+            return "false"  # no non-null source key: the equality matches no target row
+        if t_type in _INTEGRAL:
+            a, b = str(int(lo)), str(int(hi))
+        elif t_type == "string":
+            a, b = string_literal(lo), string_literal(hi)
+        else:
+            continue
+        terms.append(f"{alias}.{ident(tc)} >= {a} AND {alias}.{ident(tc)} <= {b}")
+    return " AND ".join(terms) or None
+
+
 def _all(parts: list[Predicate]) -> Predicate | None:
     if not parts:
         return None
@@ -601,6 +625,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         if unique and bounds[-2] != bounds[-1]:
             _refuse_repeated_keys(spark, src_view, unique, schema, table)
         prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
+        key_range = key_range_sql(base, keys, bounds) if keys else None
         rows_of = _target_rows_sql(spark, tx.base, base, prune_by) or _no_rows(base)
         target = f"({rows_of.sql})"
         # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
@@ -612,7 +637,8 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             new = _values(matched, idx, cols, from_t, source=True) if matched else []
             hits_df = spark.sql(rows_of.ids(
                 f"SELECT {hint}{rows_of.locators('t')}, s.__src_row, {idx} AS __clause"
-                f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})",
+                f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})"
+                f"{f' WHERE {key_range}' if key_range else ''}",
                 ["__src_row", "__clause", *([ident(c) for c in cols] if new else [])])
                 ).persist(StorageLevel.MEMORY_AND_DISK)
             hits_df.createOrReplaceTempView(hit_view)

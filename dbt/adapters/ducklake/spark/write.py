@@ -64,8 +64,13 @@ _MICROS_PER_DAY, _MICROS_PER_HOUR = 86_400_000_000, 3_600_000_000
 _LONG_BUCKET = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "boolean"}
 _BYTES_BUCKET = {"varchar", "json", "blob"}
 _SHORT_KEY = 32  # bytes of a string/blob partition value that go into a Spark directory name as they are
+# Row groups of at most this many bytes (Parquet's default is 128 MB: one row group per file of up to ~3M rows here).
+# Spark skips row groups whose min/max exclude a pushed filter, so a MERGE whose keys cluster (key_range_sql in dml)
+# reads the row groups they can hit, not whole files; DuckDB writes row groups of 122,880 rows (a few MB).
+ROW_GROUP_BYTES = 16 * 1024 * 1024
 _WRITER_OPTIONS = {
     "compression": "snappy",
+    "parquet.block.size": str(ROW_GROUP_BYTES),  # options reach the Hadoop conf of the write
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",  # no _SUCCESS marker (options reach Hadoop conf)
     "parquet.summary.metadata.level": "NONE",  # no _metadata/_common_metadata summary files
 }
