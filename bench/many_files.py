@@ -5,8 +5,13 @@ rows (one Parquet file each, inlining off), then a DELETE of about 1 % of the ro
 (inlining back on). Then, in one process: the view's registration / planning (`scan.table_sql` + CREATE VIEW), a
 `count(*)`, a selective filter and a full-column aggregate through the view; the same queries by
 `spark.read.parquet` of the same live file list (no deletes applied: the floor); and DuckDB's times on the lake.
+Planning is measured as the adapter plans a statement (`LakeNames`): the first reader of the snapshot with nothing
+cached and no manifest on disk ("cold", split into its steps), a new process's first reader where the manifest
+exists, the same snapshot again, and after an unrelated commit. Above 10,000 files the lake is built by
+multi-file INSERTs (see `build_lake`); the lake's shape is read back from DuckDB's catalog tables.
 
 Run: .venv/bin/python -m bench.many_files [--files 1000,10000] [--repeat 2] [--workdir DIR] [--json out.json]
+     [--build auto|per-insert|multi] [--skip queries,spark_count,spark_filter,spark_aggregate,adapter,duckdb]
 """
 
 from __future__ import annotations
@@ -30,22 +35,44 @@ from dbt.adapters.ducklake.spark.session import build_session
 from tests.support import reference
 
 BATCH = 250
+FILES_PER_INSERT = 100  # the "multi" build: one INSERT (one snapshot) writes this many files of 100 rows
 
 
-def build_lake(root: str, n_files: int) -> str:
-    """A DuckDB-written lake with n_files appends of 100 rows, ~1 % deleted, a few inlined rows."""
+def build_lake(root: str, n_files: int, method: str = "per-insert") -> str:
+    """A DuckDB-written lake with n_files files of 100 rows, ~1 % deleted (a delete file per data file), a few
+    inlined rows.
+
+    per-insert: one INSERT per file, a commit per BATCH inserts (the shape measured at 1k and 10k files; ~27 ms a
+    file, 45 min for 100k files on a loaded machine). multi: one INSERT per FILES_PER_INSERT files, each its own
+    snapshot: a UNION ALL of 100-row branches (each a 100-row chunk) written with DuckLake's parquet_row_group_size
+    100 and target_file_size 1 byte, so DuckDB closes a file after every row group. DuckDB then leaves one empty
+    (0-row) file per INSERT (the file it opened after the last row group); those rows are removed from the catalog
+    (and the files from disk) before the DELETE, so the lake holds exactly n_files files of 100 rows.
+    """
     catalog = f"{root}/m.ducklake"
     con = reference.connect()
     try:
         con.execute(f"ATTACH 'ducklake:{catalog}' AS lake (DATA_PATH '{root}/data/')")
         con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
         con.execute("CREATE TABLE lake.main.events (id BIGINT, kind VARCHAR, amount DOUBLE)")
-        for first in range(0, n_files, BATCH):  # one file per INSERT; a commit per batch (one transaction of
-            con.execute("BEGIN")                 # thousands of inserts grows superlinearly in DuckDB)
-            for i in range(first, min(n_files, first + BATCH)):
-                con.execute(f"INSERT INTO lake.main.events SELECT {i * 100} + range, 'k' || (range % 7), "
-                            "range * 1.5 FROM range(100)")
-            con.execute("COMMIT")
+        if method == "per-insert":
+            for first in range(0, n_files, BATCH):  # one file per INSERT; a commit per batch (one transaction of
+                con.execute("BEGIN")                 # thousands of inserts grows superlinearly in DuckDB)
+                for i in range(first, min(n_files, first + BATCH)):
+                    con.execute(f"INSERT INTO lake.main.events SELECT {i * 100} + range, 'k' || (range % 7), "
+                                "range * 1.5 FROM range(100)")
+                con.execute("COMMIT")
+        else:
+            con.execute("CALL lake.set_option('parquet_row_group_size', 100)")
+            con.execute("CALL lake.set_option('target_file_size', '1B')")
+            for first in range(0, n_files, FILES_PER_INSERT):
+                branches = " UNION ALL ".join(
+                    f"SELECT {i * 100} + range AS id, 'k' || (range % 7) AS kind, range * 1.5 AS amount "
+                    "FROM range(100)" for i in range(first, min(n_files, first + FILES_PER_INSERT)))
+                con.execute(f"INSERT INTO lake.main.events {branches}")
+            con.execute("DETACH lake")
+            _drop_empty_files(con, catalog, root)
+            con.execute(f"ATTACH 'ducklake:{catalog}' AS lake (DATA_PATH '{root}/data/')")
         con.execute("DELETE FROM lake.main.events WHERE id % 97 = 3")
         con.execute("CALL lake.set_option('data_inlining_row_limit', 10)")
         con.execute(f"INSERT INTO lake.main.events VALUES ({n_files * 100}, 'late', 1.0), ({n_files * 100 + 1}, "
@@ -53,6 +80,103 @@ def build_lake(root: str, n_files: int) -> str:
     finally:
         con.close()
     return catalog
+
+
+def _drop_empty_files(con: Any, catalog: str, root: str) -> None:
+    """Remove the multi build's 0-row files from the DuckDB catalog file (their rows, column stats and size in the
+    table stats) and from disk, and the two write options it set (back to DuckLake's defaults)."""
+    con.execute(f"ATTACH '{catalog}' AS cat")
+    try:
+        empty = con.execute("SELECT data_file_id, path, path_is_relative, file_size_bytes FROM "
+                            "cat.ducklake_data_file WHERE record_count = 0").fetchall()
+        if empty:
+            ids = ",".join(str(r[0]) for r in empty)
+            con.execute(f"DELETE FROM cat.ducklake_file_column_stats WHERE data_file_id IN ({ids})")
+            con.execute(f"DELETE FROM cat.ducklake_data_file WHERE data_file_id IN ({ids})")
+            con.execute("UPDATE cat.ducklake_table_stats SET file_size_bytes = file_size_bytes - "
+                        f"{sum(r[3] for r in empty)}")
+        con.execute("DELETE FROM cat.ducklake_metadata WHERE key IN ('parquet_row_group_size', 'target_file_size')")
+    finally:
+        con.execute("DETACH cat")
+    if empty:
+        where = {os.path.basename(r[1]): r[1] for r in empty}
+        for d, _sub, names in os.walk(f"{root}/data"):
+            for name in names:
+                if name in where:
+                    os.remove(os.path.join(d, name))
+
+
+def lake_shape(catalog: str) -> dict[str, Any]:
+    """The lake as DuckDB's catalog tables have it: live data files, their record counts, delete files, snapshots,
+    inlined rows."""
+    with reference.attached(catalog, read_only=True) as con:
+        meta = "__ducklake_metadata_lake"
+        files, lo, hi = con.execute(f"SELECT count(*), min(record_count), max(record_count) FROM {meta}."
+                                    "ducklake_data_file WHERE end_snapshot IS NULL").fetchone()
+        deletes = con.execute(f"SELECT count(*) FROM {meta}.ducklake_delete_file WHERE end_snapshot IS NULL"
+                              ).fetchone()[0]
+        snapshots = con.execute(f"SELECT count(*) FROM {meta}.ducklake_snapshot").fetchone()[0]
+        rows = con.execute("SELECT count(*) FROM lake.main.events").fetchone()[0]
+    return {"data_files": files, "rows_per_file": [lo, hi], "delete_files": deletes, "snapshots": snapshots,
+            "live_rows": rows}
+
+
+class Phases:
+    """Wall time spent in the cold plan's steps (functions of the adapter's path, wrapped while active)."""
+
+    STEPS = (("state", "dbt.adapters.ducklake.lake.lake", "DuckLake.advance"),
+             ("plan_scan (catalog rows of the files)", "dbt.adapters.ducklake.spark.scan", "plan_scan"),
+             ("gather_deletes (read delete files)", "dbt.adapters.ducklake.spark.manifest", "gather_deletes"),
+             ("materialize (links + deletes file)", "dbt.adapters.ducklake.spark.manifest", "_materialize"),
+             ("spark_table (catalog tables)", "dbt.adapters.ducklake.spark.manifest", "spark_table"),
+             ("inlined rows", "dbt.adapters.ducklake.spark.scan", "_inlined_sql"),
+             ("create_view (Spark analysis, listing)", "dbt.adapters.ducklake.spark.names", "create_view"))
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._undo: list[Callable[[], None]] = []
+
+    def __enter__(self) -> Phases:
+        import importlib
+
+        for label, module, attr in self.STEPS:
+            owner: Any = importlib.import_module(module)
+            if "." in attr:
+                cls, attr = attr.split(".")
+                owner = getattr(owner, cls)
+            orig = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+
+            def wrapped(*a: Any, _orig: Any = orig, _label: str = label, **k: Any) -> Any:
+                t = time.perf_counter()
+                try:
+                    return _orig(*a, **k)
+                finally:
+                    self.seconds[_label] = self.seconds.get(_label, 0.0) + time.perf_counter() - t
+
+            setattr(owner, attr, wrapped)
+            self._undo.append(lambda owner=owner, attr=attr, orig=orig: setattr(owner, attr, orig))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for undo in reversed(self._undo):
+            undo()
+
+    def rounded(self) -> dict[str, float]:
+        return {k: round(v, 2) for k, v in self.seconds.items()}
+
+
+def forget_process_caches(spark: Any) -> None:
+    """As a new process sees the lake: no cached delete positions, no Spark tables over manifests (the manifest
+    directories on disk stay: built by an earlier process)."""
+    from dbt.adapters.ducklake.spark import manifest
+
+    with manifest._lock:
+        manifest._delete_cache.clear()
+        manifest._delete_cache_rows = 0
+        created = list(manifest._created)
+        manifest._created.clear()
+    for name in created:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -64,7 +188,8 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
-def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]:
+def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "auto",
+        skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     # with a workdir, lakes are kept there (lake<N>) and reused by later runs; their read manifests are removed first
     # so that planning starts cold
     root = os.path.join(workdir, f"lake{n_files}") if workdir else tempfile.mkdtemp(prefix=f"many-{n_files}-")
@@ -74,14 +199,32 @@ def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]
         if not (workdir and os.path.exists(catalog)):
             shutil.rmtree(root, ignore_errors=True)
             os.makedirs(root)
-            catalog = build_lake(root, n_files)
+            method = method if method != "auto" else ("per-insert" if n_files <= 10_000 else "multi")
+            catalog = build_lake(root, n_files, method)
         shutil.rmtree(f"{root}/data/{SPARK_MANIFESTS}", ignore_errors=True)
         built = time.perf_counter() - t
         spark = build_session("local[2]", "many-files", {"spark.sql.shuffle.partitions": "4"})
         spark.sparkContext.setLogLevel("ERROR")
         spark.sql("SELECT count(*) FROM range(10)").collect()  # the JVM's first query is not planning's cost
         lake = DuckLake.open(catalog)
-        out: dict[str, Any] = {"files": n_files, "build_s": round(built, 1)}
+        out: dict[str, Any] = {"files": n_files, "build_s": round(built, 1), **lake_shape(catalog)}
+        # the first reader of the snapshot, as the adapter plans a statement (LakeNames): nothing cached in the
+        # process, no manifest on disk; then a new process's first reader where an earlier one built the manifest
+        names = LakeNames(spark, lake)
+        with Phases() as ph:
+            t = time.perf_counter()
+            names.refresh([("main", "events")])
+            out["plan_adapter_cold_s"] = time.perf_counter() - t
+        out["plan_adapter_cold_phases"] = ph.rounded()
+        forget_process_caches(spark)
+        lake.close()
+        lake = DuckLake.open(catalog)
+        names = LakeNames(spark, lake)
+        with Phases() as ph:
+            t = time.perf_counter()
+            names.refresh([("main", "events")])
+            out["plan_adapter_cold_manifest_built_s"] = time.perf_counter() - t
+        out["plan_adapter_cold_manifest_built_phases"] = ph.rounded()
 
         def plan() -> int:
             st = lake.snapshot()
@@ -91,14 +234,13 @@ def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]
             return len(sql)
 
         try:
-            out["plan_s"], out["view_sql_chars"] = timed(plan, 1)  # first: cold footers
+            out["plan_s"], out["view_sql_chars"] = timed(plan, 1)  # re-planned (the manifest exists)
             out["plan_warm_s"], _ = timed(plan, repeat)
         except Exception as e:  # noqa: BLE001 - the failure at this size is a figure too
             out["plan_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             return out
         # as the adapter plans a statement (spark/names): the state and the view SQL cached while the table is
         # unchanged, at the same snapshot and after another writer's commit to an unrelated table
-        names = LakeNames(spark, lake)
         names.refresh([("main", "events")])
         out["plan_adapter_same_snapshot_s"], _ = timed(lambda: names.refresh([("main", "events")]), repeat)
 
@@ -119,13 +261,17 @@ def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]
         paths = [f.path for f in st.files(st.table("main", "events"))]
         spark.read.parquet(*paths).createOrReplaceTempView("raw_events")
         answers = {}
+        print(json.dumps({"partial": out}), flush=True)
         for name, q in queries.items():
+            if "queries" in skip or f"spark_{name}" in skip:
+                continue
             try:
                 out[f"{name}_view_s"], got = timed(lambda q=q: spark.sql(q.format(t="bench.events")).collect(), repeat)
                 answers[name] = sorted(tuple(r) for r in got)
             except Exception as e:  # noqa: BLE001
                 out[f"{name}_view_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             out[f"{name}_parquet_s"], _ = timed(lambda q=q: spark.sql(q.format(t="raw_events")).collect(), repeat)
+            print(json.dumps({"partial": {k: v for k, v in out.items() if k.startswith(name)}}), flush=True)
         # as dbt models get them: the statement through the adapter's query path (count(*) from the catalog,
         # files pruned by their statistics)
         from dbt.adapters.ducklake.spark.read_pruning import pruned_reads
@@ -136,17 +282,22 @@ def run(n_files: int, repeat: int, workdir: str | None = None) -> dict[str, Any]
                 return spark.sql(pq_.sql).collect()
 
         for name in ("count", "filter"):
+            if "adapter" in skip:
+                break
             q = queries[name].format(t="main.events")  # the lake table, as a model names it
             out[f"{name}_adapter_s"], got = timed(lambda q=q: via_adapter(q), repeat)
             answers[f"{name}_adapter"] = sorted(tuple(r) for r in got)
         with reference.attached(catalog, read_only=True) as con:
             for name, q in queries.items():
+                if "duckdb" in skip:
+                    break
                 out[f"{name}_duckdb_s"], theirs = timed(
                     lambda q=q: con.execute(q.format(t="lake.main.events")).fetchall(), repeat)
                 for key in (name, f"{name}_adapter"):  # answers must be DuckDB's (sums compared to 1e-9 relative)
                     if key in answers:
                         out[f"{key}_equal"] = _same(answers[key], sorted(tuple(r) for r in theirs))
         lake.close()
+        out["load_avg_1m_at_end"] = os.getloadavg()[0]
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
     finally:
         if not workdir:
@@ -171,11 +322,15 @@ def main() -> None:
     ap.add_argument("--files", default="1000,10000")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--build", default="auto", choices=("auto", "per-insert", "multi"),
+                    help="how a missing lake is built (auto: per-insert up to 10,000 files, multi above)")
+    ap.add_argument("--skip", default="", help="comma-separated parts not measured: queries (Spark's), spark_<query> (one of "
+                    "them: count, filter, aggregate), adapter, duckdb")
     ap.add_argument("--workdir", default=None, help="keep the built lakes here (lake<N>) and reuse them")
     args = ap.parse_args()
     results = []
     for n in (int(x) for x in args.files.split(",")):
-        r = run(n, args.repeat, args.workdir)
+        r = run(n, args.repeat, args.workdir, args.build, frozenset(filter(None, args.skip.split(","))))
         print(json.dumps(r), flush=True)
         results.append(r)
     if args.json:

