@@ -90,10 +90,16 @@ def test_a_seed_is_written_without_a_spark_job_as_the_executors_write_it(spark: 
 
 def test_a_seed_value_spark_cannot_cast_fails_and_leaves_the_lake(spark: SparkSession,
                                                                  lake: tuple[str, DuckLake]) -> None:
+    """Under ANSI casts (Spark's default; the dbt tests of the same process may have turned it off)."""
     catalog, lk = lake
     before = lk.snapshot().snapshot_id
-    with pytest.raises(Exception, match="CAST_INVALID_INPUT|cannot be cast"), LakeWork(spark, lk) as work:
-        work.create_table_as("main", "bad", seed_dataframe(spark, ["id"], [("1",), ("x1",)], ["bigint"]))
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT|cannot be cast"), LakeWork(spark, lk) as work:
+            work.create_table_as("main", "bad", seed_dataframe(spark, ["id"], [("1",), ("x1",)], ["bigint"]))
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
     assert lk.snapshot().snapshot_id == before
     data = os.path.join(os.path.dirname(catalog.removeprefix("duckdb:///")), "data")
     assert [f for _, _, fs in os.walk(data) for f in fs if f.endswith(".parquet")] == []
