@@ -143,18 +143,20 @@ def _count_from_catalog(state: LakeState, tree: exp.Expression) -> tuple[str, se
     agg = node.this if isinstance(node, exp.Alias) else node
     if not isinstance(agg, exp.Count) or not isinstance(agg.this, exp.Star) or agg.args.get("big_int") is False:
         return None
-    tnode = tree.args["from_"].this
-    if not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
-            k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
-        return None
-    table = ci_lookup(state.tables, (tnode.db, tnode.name))
-    if table is None:
-        return None
-    if state.has_partial_beyond(table):
+    table = _plain_table(state, tree.args["from_"].this)
+    literal = _count_literal(state, table) if table is not None else None
+    if literal is None:
         return None
     name = ident(alias) if alias else "`count(1)`"  # Spark's name for an unaliased count(*)
-    return (f"SELECT CAST({row_count(state, table)} AS BIGINT) AS {name}",
-            {(table.schema_name.lower(), table.name.lower())})
+    return f"SELECT {literal} AS {name}", {(table.schema_name.lower(), table.name.lower())}
+
+
+def _count_literal(state: LakeState, table: TableInfo) -> str | None:
+    """count(*) of the table as DuckDB answers it from the catalog (`lake.scan.row_count`), as a Spark literal; None
+    when a partial file reaches beyond the snapshot (the count would not be exact)."""
+    if state.has_partial_beyond(table):
+        return None
+    return f"CAST({row_count(state, table)} AS BIGINT)"
 
 
 def _start(node: exp.Expression) -> int:
@@ -169,10 +171,7 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     if where is None or source is None or select.args.get("joins") or select.args.get("laterals"):
         return []
     tnode = source.this
-    if not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
-            k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
-        return []
-    table = ci_lookup(state.tables, (tnode.db, tnode.name))
+    table = _plain_table(state, tnode)
     if table is None:
         return []
     qualifier = tnode.alias or tnode.name
@@ -373,9 +372,9 @@ def _answered_select(state: LakeState, sel: exp.Expression) -> str | None:
             return None  # a plain expression: one row per table row, not one
         for agg in aggs:
             if isinstance(agg, exp.Count) and isinstance(agg.this, exp.Star) and agg.args.get("big_int") is not False:
-                if state.has_partial_beyond(table):
+                literal = _count_literal(state, table)
+                if literal is None:
                     return None
-                literal = f"CAST({row_count(state, table)} AS BIGINT)"
             elif type(agg) in (exp.Max, exp.Min) and not agg.expressions:
                 col = _column(agg.this, columns, qualifier)
                 found = _extreme(state, table, col, isinstance(agg, exp.Max)) if col is not None else None
