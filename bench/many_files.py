@@ -210,21 +210,21 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
         out: dict[str, Any] = {"files": n_files, "build_s": round(built, 1), **lake_shape(catalog)}
         # the first reader of the snapshot, as the adapter plans a statement (LakeNames): nothing cached in the
         # process, no manifest on disk; then a new process's first reader where an earlier one built the manifest
-        names = LakeNames(spark, lake)
-        with Phases() as ph:
-            t = time.perf_counter()
-            names.refresh([("main", "events")])
-            out["plan_adapter_cold_s"] = time.perf_counter() - t
-        out["plan_adapter_cold_phases"] = ph.rounded()
+        def first_plan(key: str) -> LakeNames:
+            """A fresh LakeNames' first refresh of the table, timed and split by phase into out[key + _s/_phases]."""
+            names = LakeNames(spark, lake)
+            with Phases() as ph:
+                t = time.perf_counter()
+                names.refresh([("main", "events")])
+                out[f"{key}_s"] = time.perf_counter() - t
+            out[f"{key}_phases"] = ph.rounded()
+            return names
+
+        first_plan("plan_adapter_cold")
         forget_process_caches(spark)
         lake.close()
         lake = DuckLake.open(catalog)
-        names = LakeNames(spark, lake)
-        with Phases() as ph:
-            t = time.perf_counter()
-            names.refresh([("main", "events")])
-            out["plan_adapter_cold_manifest_built_s"] = time.perf_counter() - t
-        out["plan_adapter_cold_manifest_built_phases"] = ph.rounded()
+        names = first_plan("plan_adapter_cold_manifest_built")
 
         def plan() -> int:
             st = lake.snapshot()
