@@ -65,3 +65,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 # it. For a quick edit loop, `.venv/bin/pip install -e .` (re-run this script to be back to the regular install).
 .venv/bin/python -m pip install -q -c constraints.txt "$EXTRAS"
 
+
+step "Spark driver class archive (faster JVM start for every dbt run; ~1 min once per JDK and Spark install)"
+# see dbt/adapters/ducklake/spark/class_archive.py; a failure here only means drivers start the slower way
+if .venv/bin/python -m dbt.adapters.ducklake.spark.class_archive build >.venv/class-archive.log 2>&1; then
+    grep '^class archive' .venv/class-archive.log || true
+else
+    echo "class archive not built (see .venv/class-archive.log): Spark drivers start without it"
+fi

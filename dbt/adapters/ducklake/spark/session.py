@@ -8,7 +8,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from . import class_archive
 
 # What the layer needs from any session (local, standalone or Connect): field ids on write and read, UTC session
 # time (DuckLake timestamps are UTC instants), and views over parquet.`path` sources.
@@ -49,13 +52,20 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     # pyarrow; an explicit PYSPARK_PYTHON wins
     python = (conf or {}).get("spark.pyspark.python", sys.executable)
     os.environ.setdefault("PYSPARK_PYTHON", python)
-    if log_file is not None:
-        _start_quiet_driver(log_file, conf or {})
-    builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {**DEFAULT_CONF, "spark.pyspark.python": python, "spark.pyspark.driver.python": sys.executable}
-    for key, value in (conf or {}).items():
+    conf = dict(conf or {})
+    for key, value in conf.items():
         if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
             raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")
+    if SparkContext._gateway is None:  # a driver JVM starts here: let it map the class archive (class_archive.py)
+        archive = class_archive.java_options(conf)
+        if archive:
+            extra = conf.get("spark.driver.extraJavaOptions")
+            conf["spark.driver.extraJavaOptions"] = f"{extra} {archive}" if extra else archive
+    if log_file is not None:
+        _start_quiet_driver(log_file, conf)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = {**DEFAULT_CONF, "spark.pyspark.python": python, "spark.pyspark.driver.python": sys.executable}
+    for key, value in conf.items():
         settings[key] = str(value)
     settings.update(REQUIRED_CONF)
     for key, value in settings.items():
@@ -65,7 +75,7 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
 
 def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     """Launch the driver JVM (if none runs yet) with its stdout/stderr and log4j output going to log_file."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:  # a JVM of this process already runs: it keeps its logging
