@@ -1,0 +1,147 @@
+"""The warm local server (Spark Connect) takes the classic session's shortcuts: seeds written by the driver without a
+Spark job (spark/local_write).
+
+A process holds either a classic SparkSession or a Connect one: each Connect client is a child process (`python -m
+tests.spark.test_local_server_shortcuts <workload> <args json>`, see `WORKLOADS`) attached to the module's server
+(started by the first child, reused by the others). The test process checks the outcome with its classic session
+and DuckDB once the child has exited (a DuckDB catalog file is open in one process at a time).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.seeds import seed_dataframe
+from dbt.adapters.ducklake.spark.work import LakeWork
+from tests.support import reference
+from tests.support.invariants import violations
+from tests.support.local_servers import servers_root
+from tests.support.spark_cluster import run_python
+
+pytestmark = pytest.mark.slow
+
+CHILD_TIMEOUT = 400.0  # the first child starts the server's JVM: 20-60 s on the shared 2-core machine
+SCOPE = "shortcuts"  # one server for the module: its lakes' table names differ (Spark's catalog is the server's)
+
+# every type a seed writes through the driver, with NULLs, NaN, zone-sensitive times and extreme values
+NAMES = ["id", "i", "si", "ti", "name", "ts", "ts_ntz", "d", "amt", "big", "ok", "f", "r", "b"]
+TYPES = ["bigint", "int", "smallint", "tinyint", "string", "timestamp", "timestamp_ntz", "date", "decimal(10,2)",
+         "decimal(38,10)", "boolean", "double", "float", "binary"]
+ROWS = [
+    (1, 2147483647, 32767, 7, "plain", dt.datetime(2024, 3, 10, 2, 30), dt.datetime(2024, 11, 3, 1, 30, 0, 123456),
+     dt.date(2024, 1, 2), decimal.Decimal("1.50"), "1234567890123456789012345678.0123456789", True, 1.5, "0.1", "ab"),
+    (2, -2147483648, -32768, "-128", "it's a \\ back'slash\nnewline", "2024-11-03 01:30:00",
+     "1969-12-31 23:59:59.999999", "1900-02-28", "-0.07", "-0.0000000001", "false", "-0.0", "-3.4e38", ""),
+    (3, 0, 0, 0, "ünïcødé ✓ 𝄞", "1970-01-01 00:00:00", None, None, None, None, None, "NaN", "NaN", None),
+    (4, None, None, None, None, None, None, None, None, None, None, None, None, None),
+    (5, 1, 1, 127, "", "2038-01-19 03:14:08.5", "9999-12-31 23:59:59", "0001-01-01", "99999999.99", "0", "true",
+     "1e300", "Infinity", "\u00ff"),
+]
+
+
+# ------------------------------------------------------------------------------------------ the children's side
+
+def _session(root: str) -> tuple[Any, str]:
+    """A Connect session on the module's server, and the server's URL."""
+    from dbt.adapters.ducklake.spark import local_server
+    from dbt.adapters.ducklake.spark.session import connect_session, is_classic
+
+    server = local_server.attach(SCOPE, f"test {SCOPE}", "local[1]", {"spark.sql.shuffle.partitions": "2"},
+                                 idle_timeout=600, root=root)
+    spark = connect_session(server.url)
+    assert not is_classic(spark)
+    return spark, server.url
+
+
+def _seed(root: str, catalog: str) -> dict:
+    """The seed twice: bounded (written by the driver) and not (written by the server's executors)."""
+    spark, _ = _session(root)
+    lake = DuckLake.open(catalog)
+    try:
+        for name, bounded in (("by_connect", True), ("by_connect_spark", False)):
+            with LakeWork(spark, lake) as work:
+                work.create_table_as("main", name, seed_dataframe(spark, NAMES, ROWS, TYPES), replace=True,
+                                     bounded=bounded)
+    finally:
+        lake.close()
+    return {}
+
+
+WORKLOADS: dict[str, Callable[..., dict]] = {"seed": _seed}
+
+
+# ------------------------------------------------------------------------------------------ the tests' side
+
+@pytest.fixture(scope="module")
+def server_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with servers_root(tmp_path_factory.mktemp("shortcuts")) as root:
+        yield root
+
+
+def _child(root: str, workload: str, log_dir: Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    result = run_python(["-m", "tests.spark.test_local_server_shortcuts", workload, root, *args],
+                        env={**os.environ, **(env or {})}, log_dir=log_dir, timeout=CHILD_TIMEOUT)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return result.last_json()
+
+
+def _duckdb(catalog: str, sql: str) -> list[tuple]:
+    with reference.attached(catalog) as con:
+        return con.execute(sql).fetchall()
+
+
+def _created_by(catalog: str, table: str) -> set[str]:
+    lake = DuckLake.open(catalog)
+    try:
+        st = lake.snapshot()
+        return {pq.ParquetFile(f.path).metadata.created_by.split(" version")[0] for f in st.files(st.table("main", table))}
+    finally:
+        lake.close()
+
+
+def test_a_seed_through_connect_is_written_by_the_driver_as_classic_writes_it(spark: SparkSession, server_root: str,
+                                                                           tmp_path: Path) -> None:
+    """The same seed through the server (a Python process whose local zone has a daylight-saving gap and overlap at
+    the rows' times) and through a classic session: DuckDB reads equal rows and types; the server ran no Spark job
+    for it (pyarrow wrote its file, as the classic shortcut does; without `bounded` the executors write parquet-mr
+    files)."""
+    catalog = f"duckdb:///{tmp_path}/s.ducklake"
+    DuckLake.create(catalog, f"{tmp_path}/data/").close()
+    _child(server_root, "seed", tmp_path / "child", catalog, env={"TZ": "America/New_York"})
+    lake = DuckLake.open(catalog)
+    try:
+        with LakeWork(spark, lake) as work:
+            work.create_table_as("main", "by_classic", seed_dataframe(spark, NAMES, ROWS, TYPES), replace=True)
+    finally:
+        lake.close()
+    assert _created_by(catalog, "by_connect") == _created_by(catalog, "by_classic") == {"parquet-cpp-arrow"}
+    assert _created_by(catalog, "by_connect_spark") == {"parquet-mr"}
+    describe = "SELECT column_name, column_type FROM (DESCRIBE lake.main.{})"
+    types = _duckdb(catalog, describe.format("by_classic"))
+    assert _duckdb(catalog, describe.format("by_connect")) == types == _duckdb(catalog, describe.format("by_connect_spark"))
+    assert [t for _, t in types] == ["BIGINT", "INTEGER", "SMALLINT", "TINYINT", "VARCHAR", "TIMESTAMP WITH TIME ZONE",
+                                     "TIMESTAMP", "DATE", "DECIMAL(10,2)", "DECIMAL(38,10)", "BOOLEAN", "DOUBLE", "FLOAT",
+                                     "BLOB"]
+    got = _duckdb(catalog, "SELECT * FROM lake.main.by_connect ORDER BY id")
+    assert repr(got) == repr(_duckdb(catalog, "SELECT * FROM lake.main.by_classic ORDER BY id"))  # NaN != NaN
+    assert repr(got) == repr(_duckdb(catalog, "SELECT * FROM lake.main.by_connect_spark ORDER BY id"))
+    assert len(got) == len(ROWS) and got[2][11] != got[2][11]  # NaN kept
+    assert got[0][5] == dt.datetime(2024, 3, 10, 2, 30, tzinfo=got[0][5].tzinfo)  # the wall time of the gap, UTC
+    assert _duckdb(catalog, "SELECT * FROM lake.main.by_connect EXCEPT SELECT * FROM lake.main.by_classic") == []
+    assert violations(catalog) == []
+
+
+if __name__ == "__main__":
+    print(json.dumps(WORKLOADS[sys.argv[1]](*sys.argv[2:])), flush=True)
