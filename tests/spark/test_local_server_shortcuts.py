@@ -1,5 +1,5 @@
 """The warm local server (Spark Connect) takes the classic session's shortcuts: seeds written by the driver without a
-Spark job (spark/local_write).
+Spark job (spark/local_write), and no view re-registration at a commit (spark/names: `LakeNames.invalidate`).
 
 A process holds either a classic SparkSession or a Connect one: each Connect client is a child process (`python -m
 tests.spark.test_local_server_shortcuts <workload> <args json>`, see `WORKLOADS`) attached to the module's server
@@ -79,7 +79,60 @@ def _seed(root: str, catalog: str) -> dict:
     return {}
 
 
-WORKLOADS: dict[str, Callable[..., dict]] = {"seed": _seed}
+def _names(root: str, catalog: str) -> dict:
+    """Two Connect sessions on the server, each with its own lake state, as two dbt processes have: after one's
+    commit, the server's view is neither dropped nor re-registered, and each sees the new rows after its own
+    refresh."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from dbt.adapters.ducklake.spark.names import LakeNames
+    from dbt.adapters.ducklake.spark.session import apply_required_conf, connect_session
+
+    a, url = _session(root)
+    b = ConnectSession.builder.remote(url).create()  # a session of its own on the same server
+    apply_required_conf(b)
+    assert connect_session(url) is a and b is not a
+    lake_a, lake_b = DuckLake.open(catalog), DuckLake.open(catalog)
+    names_a, names_b = LakeNames(a, lake_a), LakeNames(b, lake_b)
+    key = [("main", "n")]
+    out: dict[str, list[int]] = {}
+
+    def ids(spark: Any) -> list[int]:
+        return sorted(r[0] for r in spark.sql("SELECT id FROM main.n").collect())
+
+    def read(label: str, names: LakeNames, spark: Any) -> None:
+        names.refresh(key)
+        out[label] = ids(spark)
+
+    def commit(spark: Any, lake: DuckLake, names: LakeNames, change: Callable[[LakeWork], object]) -> None:
+        with LakeWork(spark, lake) as work:
+            change(work)
+        names.invalidate(work.touched)  # as the connection does after a commit
+
+    try:
+        read("a_first", names_a, a)
+        read("b_first", names_b, b)
+        rows = StructType([StructField("id", LongType())])
+        commit(a, lake_a, names_a, lambda w: w.insert("main", "n", a.createDataFrame([(10,), (11,)], rows)))
+        out["b_unrefreshed"] = ids(b)  # the server's view: still there, at the previous version
+        read("a_next", names_a, a)  # a's next statement registers the new version
+        read("b_next", names_b, b)
+        commit(b, lake_b, names_b, lambda w: w.delete("main", "n", "id < 2"))
+        read("b_after_own", names_b, b)
+        read("a_after_b", names_a, a)
+        # a table replaced by a model (new table id): the next statement reads the new table
+        commit(a, lake_a, names_a, lambda w: w.create_table_as("main", "n", a.sql("SELECT CAST(7 AS BIGINT) AS id"),
+                                                                replace=True))
+        read("a_replaced", names_a, a)
+        read("b_replaced", names_b, b)
+    finally:
+        lake_a.close()
+        lake_b.close()
+    return out
+
+
+WORKLOADS: dict[str, Callable[..., dict]] = {"seed": _seed, "names": _names}
 
 
 # ------------------------------------------------------------------------------------------ the tests' side
@@ -141,6 +194,21 @@ def test_a_seed_through_connect_is_written_by_the_driver_as_classic_writes_it(sp
     assert got[0][5] == dt.datetime(2024, 3, 10, 2, 30, tzinfo=got[0][5].tzinfo)  # the wall time of the gap, UTC
     assert _duckdb(catalog, "SELECT * FROM lake.main.by_connect EXCEPT SELECT * FROM lake.main.by_classic") == []
     assert violations(catalog) == []
+
+
+def test_after_a_commit_on_connect_each_session_reads_the_new_version_after_its_own_refresh(
+        server_root: str, tmp_path: Path) -> None:
+    catalog = f"duckdb:///{tmp_path}/n.ducklake"
+    with reference.attached(catalog, data_path=f"{tmp_path}/data/") as con:
+        con.execute("CREATE TABLE lake.n AS SELECT range AS id FROM range(5)")
+    got = _child(server_root, "names", tmp_path / "child", catalog)
+    first = [0, 1, 2, 3, 4]
+    assert got["a_first"] == got["b_first"] == first
+    assert got["b_unrefreshed"] == first  # the commit neither dropped nor re-registered the server's view
+    assert got["a_next"] == got["b_next"] == [*first, 10, 11]
+    assert got["b_after_own"] == got["a_after_b"] == [2, 3, 4, 10, 11]
+    assert got["a_replaced"] == got["b_replaced"] == [7]
+    assert _duckdb(catalog, "SELECT id FROM lake.main.n") == [(7,)]
 
 
 if __name__ == "__main__":
