@@ -1,5 +1,6 @@
 """The warm local server (Spark Connect) takes the classic session's shortcuts: seeds written by the driver without a
-Spark job (spark/local_write), and no view re-registration at a commit (spark/names: `LakeNames.invalidate`).
+Spark job (spark/local_write), no view re-registration at a commit (spark/names: `LakeNames.invalidate`), and read
+pruning (spark/read_pruning: derived tables instead of temporary views).
 
 A process holds either a classic SparkSession or a Connect one: each Connect client is a child process (`python -m
 tests.spark.test_local_server_shortcuts <workload> <args json>`, see `WORKLOADS`) attached to the module's server
@@ -13,6 +14,7 @@ import datetime as dt
 import decimal
 import json
 import os
+import pickle
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +27,7 @@ from pyspark.sql import SparkSession
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.seeds import seed_dataframe
 from dbt.adapters.ducklake.spark.work import LakeWork
+from tests.spark.test_read_pruning import PRUNED, SETUP, UNPRUNED
 from tests.support import reference
 from tests.support.invariants import violations
 from tests.support.local_servers import servers_root
@@ -132,7 +135,59 @@ def _names(root: str, catalog: str) -> dict:
     return out
 
 
-WORKLOADS: dict[str, Callable[..., dict]] = {"seed": _seed, "names": _names}
+def _pruning(root: str, catalog: str, result: str) -> dict:
+    """Each query pruned (files that must not be read are away), fetched after the block; Spark's unpruned answer;
+    a dbt-like temporary view of a pruned query read after the block; the catalog-answered aggregates with the
+    files away."""
+    from dbt.adapters.ducklake.spark.names import LakeNames
+    from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
+    from tests.spark.test_pruning import _only_files
+
+    spark, _ = _session(root)
+    lake = DuckLake.open(catalog)
+    names = LakeNames(spark, lake)
+    got: dict[str, Any] = {}
+    try:
+        state = names.refresh([("main", t) for t in ("t", "m", "k", "k2", "e")])
+        for sql, keep in [(s, k) for s, k, _ in PRUNED] + [(s, {0, 100, 200, 300}) for s in UNPRUNED]:
+            with _only_files(lake, lambda lo, hi, keep=keep: lo in keep):
+                with pruned_reads(spark, state, sql) as q:
+                    df = spark.sql(q.sql)
+                pruned = [tuple(r) for r in df.collect()]  # after the block: Connect analyzes it now
+            got[sql] = {"pruned": pruned, "files": q.files, "views": q.views,
+                        "spark": [tuple(r) for r in spark.sql(sql).collect()]}
+        # dbt's incremental materialization: a temporary view of the model's query, read later
+        sql = "SELECT id, label FROM main.t WHERE id >= 120 AND id < 130"
+        with _only_files(lake, lambda lo, hi: lo == 100):
+            with pruned_reads(spark, state, sql) as q:
+                spark.sql(q.sql).createOrReplaceTempView("model_tmp")
+            got["temp_view"] = [tuple(r) for r in spark.sql("SELECT * FROM model_tmp").collect()]
+        # count(*), max/min answered by the catalog: every file of the tables away
+        st = lake.snapshot()
+        files = [f.path for n in ("t", "m", "k", "k2") for f in st.files(st.table("main", n))]
+        answered = ["SELECT count(*) FROM main.t", "SELECT count(*) AS n FROM main.k2 x",
+                    "SELECT x FROM VALUES (240), (250), (260) AS v(x) WHERE x > (SELECT coalesce(max(id), -1) "
+                    "FROM main.m)", "SELECT (SELECT max(d) FROM main.m), (SELECT count(*) + 1 FROM main.m x)"]
+        expected = {s: [tuple(r) for r in spark.sql(s).collect()] for s in answered}
+        queries = {s: prune_query(spark, state, s) for s in answered}
+        for f in files:
+            os.rename(f, f + ".away")
+        try:
+            for s, q in queries.items():
+                df = spark.sql(q.sql)
+                got[s] = {"answered": [tuple(r) for r in df.collect()], "text": q.sql, "columns": df.columns,
+                          "spark": expected[s]}
+        finally:
+            for f in files:
+                os.rename(f + ".away", f)
+    finally:
+        lake.close()
+    with open(result, "wb") as f:
+        pickle.dump(got, f)
+    return {}
+
+
+WORKLOADS: dict[str, Callable[..., dict]] = {"seed": _seed, "names": _names, "pruning": _pruning}
 
 
 # ------------------------------------------------------------------------------------------ the tests' side
@@ -209,6 +264,41 @@ def test_after_a_commit_on_connect_each_session_reads_the_new_version_after_its_
     assert got["b_after_own"] == got["a_after_b"] == [2, 3, 4, 10, 11]
     assert got["a_replaced"] == got["b_replaced"] == [7]
     assert _duckdb(catalog, "SELECT id FROM lake.main.n") == [(7,)]
+
+
+def test_filtered_reads_on_connect_skip_files_and_give_sparks_and_duckdbs_rows(server_root: str,
+                                                                              tmp_path: Path) -> None:
+    """tests/spark/test_read_pruning's lake and queries through the server: a pruned read answers with the files it
+    must not read away, its DataFrame fetched after the block (Connect analyzes then: no temporary view is left to
+    drop), equal to Spark's unpruned answer and to DuckDB's; the catalog answers count(*) and max/min with every
+    file away."""
+    catalog = f"duckdb:///{tmp_path}/l.ducklake"
+    with reference.attached(catalog, data_path=f"{tmp_path}/data/") as con:
+        for sql in SETUP:
+            con.execute(sql)
+    result = tmp_path / "result.pickle"
+    _child(server_root, "pruning", tmp_path / "child", catalog, str(result))
+    got = pickle.loads(result.read_bytes())
+
+    def duck(sql: str) -> list[tuple]:
+        with reference.attached(catalog) as con:
+            con.execute("USE lake")
+            return sorted(con.execute(sql).fetchall(), key=repr)
+
+    for sql, _, files in PRUNED:
+        one = got[sql]
+        assert one["files"] == {("main", "t"): files} and one["views"] == [], sql
+        assert sorted(one["pruned"], key=repr) == sorted(one["spark"], key=repr) == duck(sql), sql
+    for sql in UNPRUNED:
+        one = got[sql]
+        assert one["files"] == {}, sql
+        assert sorted(one["pruned"], key=repr) == sorted(one["spark"], key=repr) == duck(sql), sql
+    assert sorted(got["temp_view"]) == [(i, f"n{i}") for i in range(120, 130)]
+    for sql, one in got.items():
+        if "answered" in one:
+            assert "main." not in one["text"], sql
+            assert one["answered"] == one["spark"], sql
+    assert got["SELECT count(*) FROM main.t"]["answered"] == duck("SELECT count(*) FROM main.t")
 
 
 if __name__ == "__main__":
