@@ -131,7 +131,7 @@ _XDIST_FIRST = (
     "tests/functional/test_snapshot_scenarios.py", "tests/functional/test_change_feed.py",
     "tests/spark/test_connect.py", "tests/functional/test_threads.py", "tests/functional/test_incremental_scenarios.py",
     "tests/spark/test_fuzz.py", "tests/functional/test_python_models.py",
-    "tests/functional/test_local_server_dbt.py", "tests/lake/test_clone.py",
+    "tests/functional/test_local_server_dbt.py", "tests/spark/test_local_server_shortcuts.py", "tests/lake/test_clone.py",
     "tests/functional/test_column_types.py", "tests/spark/test_column_types.py",
 )
 

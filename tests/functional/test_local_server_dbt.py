@@ -9,6 +9,7 @@ resolve), `dbt debug` reports the server, and a killed server is replaced by the
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import sys
@@ -16,8 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
+from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.spark import local_server
 from tests.support import reference
 from tests.support.local_servers import servers_root, wait_for
@@ -39,6 +42,8 @@ def write_project(root: Path, who: str, idle_timeout: int) -> Path:
                         f"      catalog: {lake}/metadata.ducklake\n      data_path: {lake}/data/\n      schema: main\n"
                         f"      master: local-server[1]\n      server_idle_timeout: {idle_timeout}\n      threads: 1\n",
     }
+    if who == "B":  # a seed: written by the driver without a Spark job on the server too (spark/local_write)
+        files["seeds/s.csv"] = "id,name,ts\n1,x,2024-03-10 02:30:00\n2,,\n"
     for name, text in files.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text(text)
@@ -79,7 +84,17 @@ def test_warm_server_life_cycle_with_two_lakes(tmp_path: Path, servers: str) -> 
     assert info_a is not None and os.path.exists(info_a["log"]) and f"log: {info_a['log']}" in first.stdout
 
     other = dbt(b, servers, "build", log_dir=tmp_path / "log2")
-    assert other.returncode == 0 and "PASS=2" in other.stdout, other.stdout[-4000:]
+    assert other.returncode == 0 and "PASS=3" in other.stdout, other.stdout[-4000:]
+    seed = DuckLake.open(str(lake_b / "metadata.ducklake"))
+    try:
+        st = seed.snapshot()
+        (f,) = st.files(st.table("main", "s"))
+        assert pq.ParquetFile(f.path).metadata.created_by.startswith("parquet-cpp-arrow")  # not a Spark job's file
+    finally:
+        seed.close()
+    with reference.attached(str(lake_b / "metadata.ducklake")) as con:
+        assert con.execute("SELECT id, name, timezone('UTC', ts) FROM lake.main.s ORDER BY id").fetchall() == [
+            (1, "x", dt.datetime(2024, 3, 10, 2, 30)), (2, None, None)]
     dir_b, info_b = server_of(servers, lake_b)
     assert dir_b != dir_a and info_b is not None and info_b["pid"] != info_a["pid"]
 

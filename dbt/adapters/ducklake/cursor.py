@@ -19,7 +19,7 @@ from .lake.catalog.state import ci_lookup
 from .relation_listing import show_relations
 from .router import Change, Passthrough, ShowRelations, TempView, TransactionControl, route, split_statements
 from .spark.read_pruning import pruned_reads
-from .spark.session import is_classic, tag_jobs
+from .spark.session import tag_jobs
 from .spark.sql_literals import python_literal
 
 if TYPE_CHECKING:
@@ -98,10 +98,10 @@ class DuckLakeCursor:
     def _pruned(rt: Runtime, sql: str, refs: frozenset[tuple[str, str]], default_schema: str | None
                 ) -> Iterator[str]:
         """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning),
-        valid inside the block, and the lake names it still reads made current. Not on Spark Connect: its DataFrames
-        resolve their views lazily."""
+        valid inside the block (on Spark Connect, which resolves a DataFrame's relations lazily, after it too: no
+        temporary views there), and the lake names it still reads made current."""
         # statements reading a build's staged state read it whole: the catalog's stats do not know staged files
-        if not refs or not is_classic(rt.spark) or rt.names.reads_staged(refs, default_schema):
+        if not refs or rt.names.reads_staged(refs, default_schema):
             rt.names.refresh(refs, default_schema)
             yield sql
             return

@@ -220,7 +220,7 @@ class DuckLakeAdapter(SparkAdapter):
     def load_seed(self, relation: BaseRelation, agate_table: Any, column_override: dict[str, str] | None,
                   quote_columns: bool | None = None) -> int:
         """CREATE OR REPLACE the seed's table with its rows, staged in the model's transaction; returns the rows."""
-        from .seeds import Seed, seed_dataframe
+        from .seeds import Seed, is_inline, seed_dataframe
 
         overrides = {k.lower(): v for k, v in (column_override or {}).items()}
         names = list(agate_table.column_names)
@@ -234,9 +234,10 @@ class DuckLakeAdapter(SparkAdapter):
         if not conn.transaction_open:
             self.connections.begin()
         h = self._handle()
-        df = seed_dataframe(h.runtime.spark, names, [tuple(r) for r in agate_table.rows], types)
-        schema, name = relation.schema or "", relation.identifier or ""
-        h.run_change(lambda work: work.create_table_as(schema, name, df, replace=True) or 0,
+        rows = [tuple(r) for r in agate_table.rows]
+        df = seed_dataframe(h.runtime.spark, names, rows, types)
+        schema, name, bounded = relation.schema or "", relation.identifier or "", is_inline(names, rows)
+        h.run_change(lambda work: work.create_table_as(schema, name, df, replace=True, bounded=bounded) or 0,
                      Seed(schema=schema, name=name))
         return len(agate_table.rows)
 

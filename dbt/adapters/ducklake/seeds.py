@@ -40,18 +40,24 @@ def _text(v: Any) -> str | None:
     return str(v)
 
 
+def is_inline(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
+    """Whether `seed_dataframe` makes the rows an inline table of the driver (bounded by VALUES_CELLS values)."""
+    return len(rows) * len(names) <= VALUES_CELLS
+
+
 def seed_dataframe(spark: SparkSession, names: Sequence[str], rows: Sequence[Sequence[Any]],
                    types: Sequence[str]) -> DataFrame:
     """Rows as text, cast by Spark to each column's type (so a column_types override is any Spark type).
 
     Up to VALUES_CELLS values are an inline VALUES table, which Spark evaluates on the driver (no job: the lake
-    writer writes the rows, spark/local_write); larger seeds are a DataFrame of the rows, written by the executors.
+    writer writes the rows, spark/local_write; on Spark Connect when the write is told so: `is_inline`); larger seeds
+    are a DataFrame of the rows, written by the executors.
     """
     raw = [f"c{i}" for i in range(len(names))]
     quoted = ["`" + n.replace("`", "``") + "`" for n in names]
     casts = [f"CAST({r} AS {t}) AS {q}" for r, t, q in zip(raw, types, quoted, strict=True)]
     texts = [tuple(_text(v) for v in row) for row in rows]
-    if names and texts and len(texts) * len(names) <= VALUES_CELLS:
+    if names and texts and is_inline(names, texts):
         values = ", ".join("(" + ", ".join("NULL" if v is None else string_literal(v) for v in row) + ")"
                            for row in texts)
         return spark.sql(f"SELECT {', '.join(casts)} FROM VALUES {values} AS v({', '.join(raw)})")

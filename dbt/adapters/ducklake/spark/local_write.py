@@ -5,6 +5,11 @@ and the values are Spark's own (its cast semantics, errors included). Writing a 
 quarter second or more per table (seeds: one job each); the lake's own Parquet writer (`lake.write.writer`, the
 layout compaction writes) takes milliseconds. Anything else (a plan that needs executors, a partitioned table, NOT
 NULL checks, types written through an encoding) goes the Spark way.
+
+On Spark Connect the optimized plan is the server's: the caller says the DataFrame is a bounded inline table
+(`bounded`: a seed's VALUES of at most `seeds.VALUES_CELLS` values), and it is collected as Arrow. The server answers a
+local table scan from the driver too (no job), in the session's time zone (UTC, `session.REQUIRED_CONF`): zoned
+timestamps arrive as UTC instants in micros, as the classic path collects them.
 """
 
 from __future__ import annotations
@@ -42,15 +47,24 @@ def _arrow_type(dt: T.DataType) -> pa.DataType | None:
     return _ARROW.get(type(dt))
 
 
-def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str) -> list[DataFileSpec] | None:
+def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
+                bounded: bool = False) -> list[DataFileSpec] | None:
     """The conformed DataFrame's rows written as the table's data files by the driver, when Spark evaluates them on
-    the driver (see the module); None when the write must go through Spark."""
-    if (not is_classic(spark) or table.partition is not None or any(not c.nullable for c in table.columns)
+    the driver (see the module); None when the write must go through Spark.
+
+    bounded: the DataFrame is an inline table of a bounded size (a seed's VALUES), which Spark Connect may collect;
+    ignored on a classic session, whose optimized plan tells."""
+    classic = is_classic(spark)
+    if ((not classic and not bounded) or table.partition is not None or any(not c.nullable for c in table.columns)
             or any(needs_conversion(c) for c in table.columns)):
         return None
     fields = df.schema.fields
     types = [_arrow_type(f.dataType) for f in fields]
-    if len(fields) != len(table.columns) or any(t is None for t in types) or not is_local(df):
+    if len(fields) != len(table.columns) or any(t is None for t in types):
+        return None
+    if not classic:
+        return write_data_files(table, table_dir, _connect_rows(df, types, [c.name for c in table.columns]))
+    if not is_local(df):
         return None
     # a zoned timestamp collects as the local wall time of the Python process: take its micros instead
     proj = [F.unix_micros(F.col(ident(f.name))) if isinstance(f.dataType, T.TimestampType) else F.col(ident(f.name))
@@ -67,3 +81,10 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         arrays.append(pa.array(values, type=t))
     data = pa.Table.from_arrays(arrays, names=[c.name for c in table.columns])
     return write_data_files(table, table_dir, data)
+
+
+def _connect_rows(df: DataFrame, types: list[pa.DataType | None], names: list[str]) -> pa.Table:
+    """A Connect DataFrame's rows as Arrow in the types the classic path writes (zoned timestamps relabelled UTC, the
+    same instants; plain strings)."""
+    got = df.toArrow()
+    return pa.Table.from_arrays([got.column(i).cast(t) for i, t in enumerate(types)], names=names)

@@ -132,15 +132,22 @@ class LakeNames:
     def invalidate(self, refs: Iterable[tuple[str, str]]) -> None:
         """After a commit changed these objects: drop their Spark views rather than re-register them now (a CREATE
         VIEW analysis per object); the next statement naming one registers it at its new version (`refresh`), and
-        a direct Spark read of one meanwhile fails instead of reading the previous version. On Spark Connect the
-        views are the server's, shared by other processes whose caches a drop would defeat: re-registered now."""
-        if not is_classic(self.spark):
-            self.refresh(refs)
-            return
+        a direct Spark read of one meanwhile fails instead of reading the previous version.
+
+        On Spark Connect the views are the server's, shared by other processes: a drop would make their next read
+        of a name they think current fail. Only this process's registration is forgotten, so its next statement
+        naming one re-registers it; the server's view reads the previous version until then. Every other process
+        re-registers when its own state shows the change (its SQL of the table differs from what it registered)."""
+        classic = is_classic(self.spark)
         with self._lock:
             for schema, name in refs:
-                if (schema.lower(), name.lower()) in self._registered:
+                key = (schema.lower(), name.lower())
+                if key not in self._registered:
+                    continue
+                if classic:
                     self.forget(schema, name)
+                else:
+                    del self._registered[key]
 
     def forget(self, schema: str, name: str) -> None:
         """Drop the Spark view of an object (after the lake dropped or renamed it)."""

@@ -4,7 +4,9 @@ A lake table read directly by a SELECT (the only relation of its FROM, no joins)
 files' column statistics can decide is read from a temporary view over the matching files only (`scan.table_sql`
 with a predicate, so their delete files only too). The WHERE stays as written: the pruned view yields a superset of
 the rows the WHERE keeps (`lake.pruning` drops a file only when its statistics prove no row of it matches, deleted
-rows included), so the query's result is unchanged.
+rows included), so the query's result is unchanged. On Spark Connect, whose DataFrames are analyzed on the server
+each time they are used (after the block has dropped a view), the pruned SELECT stands in the text itself, as a
+derived table: its text is bounded (manifest reads, `scan.plan_sql`), as a view's is.
 
 An uncorrelated scalar subquery compared with one of the table's columns (dbt's incremental filter
 `updated_at > (SELECT max(updated_at) FROM this)`) is evaluated first (one small Spark job) and its value replaces it
@@ -43,6 +45,7 @@ from ..lake.types import INT_RANGES, parse_type, sort_key
 from .names import table_refs
 from .predicates import column_ref, to_predicate, unparen
 from .scan import plan_sql
+from .session import is_classic
 from .sql_literals import ident, string_literal
 from .types import to_spark
 
@@ -74,7 +77,8 @@ def pruned_reads(spark: SparkSession, state: LakeState, sql: str, refresh: Refre
                  ) -> Iterator[PrunedQuery]:
     """The query with its prunable lake-table reads replaced (see the module); the views it needs live until exit.
 
-    Only for a classic SparkSession, whose DataFrames hold their analyzed plan: analyze the query inside the block.
+    On a classic SparkSession, whose DataFrames hold their analyzed plan, analyze the query inside the block; on
+    Spark Connect the text needs no view (derived tables) and stays valid after it.
     refresh: makes lake names current in Spark before a subquery is run (the statement's other names are the
     caller's: `PrunedQuery.replaced` need not be).
     """
@@ -104,13 +108,14 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
     if not isinstance(tree, exp.Query) or any(c.args.get("db") for c in tree.find_all(exp.Column)):
         return out  # not a query, or schema.table.column names (renaming the table would break them)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    inline = not is_classic(spark)  # see the module: derived tables instead of temporary views
     edits: list[tuple[int, int, str]] = []  # (start, end exclusive, replacement) in the original text
     try:
         if "where" in lower:
             for select in list(tree.find_all(exp.Select)):
                 if any(s <= _start(select) < e for s, e, _ in edits):
                     continue  # inside a subquery already replaced by its value
-                edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh)
+                edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline)
         edits += _answered_subqueries(state, tree, tokens, edits)
     except BaseException:
         for v in out.views:
@@ -165,7 +170,7 @@ def _start(node: exp.Expression) -> int:
 
 
 def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[Token], select: exp.Select,
-                  ctes: set[str], out: PrunedQuery, refresh: Refresh) -> list[tuple[int, int, str]]:
+                  ctes: set[str], out: PrunedQuery, refresh: Refresh, inline: bool) -> list[tuple[int, int, str]]:
     where = select.args.get("where")
     source = select.args.get("from_")
     if where is None or source is None or select.args.get("joins") or select.args.get("laterals"):
@@ -199,9 +204,12 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     plan = plan_scan(state, table, predicate, positions=False)
     if not plan.pruned:
         return edits
-    view = f"__ducklake_pruned_{next(_views)}"
-    spark.sql(plan_sql(spark, state, table, plan)).createOrReplaceTempView(view)
-    out.views.append(view)
+    if inline:
+        view = f"({plan_sql(spark, state, table, plan)})"
+    else:
+        view = f"__ducklake_pruned_{next(_views)}"
+        spark.sql(plan_sql(spark, state, table, plan)).createOrReplaceTempView(view)
+        out.views.append(view)
     out.files[(table.schema_name, table.name)] = (len(plan.files), plan.pruned)
     start, end = tnode.args["db"].meta["start"], tnode.this.meta["end"] + 1
     edits.append((start, end, view if tnode.alias else f"{view} AS {ident(tnode.name)}"))

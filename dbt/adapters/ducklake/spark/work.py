@@ -218,13 +218,13 @@ class LakeWork:
     def create_table_as(self, schema: str, table: str, df: DataFrame, *,
                         partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
                         comment: str | None = None, not_null: Sequence[str] = (),
-                        types: Mapping[str, str] | None = None) -> None:
+                        types: Mapping[str, str] | None = None, bounded: bool = False) -> None:
         """CREATE [OR REPLACE] TABLE ... AS the DataFrame (replacing a view of that name too: a model switching from
-        view to table is still one snapshot)."""
+        view to table is still one snapshot). bounded: df is a small inline table (`write.write_files`)."""
         if replace and ci_lookup(self.tx.base.views, (schema, table)) is not None:
             self.tx.drop_view(schema, table)
         stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by, replace=replace,
-                              comment=comment, not_null=not_null, types=types)
+                              comment=comment, not_null=not_null, types=types, bounded=bounded)
         self._touch(schema, table)
 
     def clone_table(self, source_schema: str, source: str, schema: str, table: str, *, replace: bool = False) -> str:

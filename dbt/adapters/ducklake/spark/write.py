@@ -81,11 +81,12 @@ _REQUIRED = {"spark.sql.parquet.fieldId.write.enabled": "true",
 # ---------------------------------------------------------------------------------------------------- public API
 
 def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
-                row_ids: str | None = None) -> list[DataFileSpec]:
+                row_ids: str | None = None, bounded: bool = False) -> list[DataFileSpec]:
     """Write the DataFrame's rows as data files of the table (Spark executors), returning specs for add_data_files.
 
     row_ids names a column of df holding preserved row ids (an UPDATE's post-images); it is written as
-    _ducklake_internal_row_id so the rows keep their ids, as the reference does.
+    _ducklake_internal_row_id so the rows keep their ids, as the reference does. bounded: df is an inline table of a
+    bounded size (a seed's VALUES), which the driver may collect and write on Spark Connect too (spark/local_write).
 
     Files land under table_dir in DuckDB's layout; empty files are dropped. The caller owns the returned files: it
     registers them, or removes them (lake.paths.discard_files) after a definite failure: `Transaction.own_files`.
@@ -102,7 +103,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
                          f"files in (a local or shared path); got {table_dir!r}")
     conformed = conform(df, table, keep=row_ids)
     if row_ids is None:
-        local = write_local(spark, conformed, table, table_dir)
+        local = write_local(spark, conformed, table, table_dir, bounded=bounded)
         if local is not None:
             fault_point("spark_write")
             return local
@@ -145,10 +146,10 @@ def stage_append(spark: SparkSession, txn: Transaction, schema: str, table: str,
     return _stage_files(spark, txn, schema, table, info, df)
 
 
-def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str, info: TableInfo, df: DataFrame
-                 ) -> list[DataFileSpec]:
+def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str, info: TableInfo, df: DataFrame,
+                 bounded: bool = False) -> list[DataFileSpec]:
     table_dir = txn.table_path(info)
-    files = write_files(spark, df, info, table_dir)
+    files = write_files(spark, df, info, table_dir, bounded=bounded)
     txn.own_files([f.path for f in files], table_dir)
     if files:
         txn.add_data_files(schema, table, files)
@@ -158,15 +159,16 @@ def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str,
 def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
                           partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
                           comment: str | None = None, not_null: Sequence[str] = (),
-                          types: Mapping[str, str] | None = None) -> list[DataFileSpec]:
+                          types: Mapping[str, str] | None = None, bounded: bool = False) -> list[DataFileSpec]:
     """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged).
 
     Columns are nullable (as DuckDB's CTAS makes them) except those in not_null, which the write then enforces.
     types: DuckLake types of columns by path (types.from_spark), e.g. {"id": "uuid"} for a text column of UUIDs.
+    bounded: see `write_files`.
     """
     columns = columns_from_spark(df.schema, not_null, types)
     staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
-    return _stage_files(spark, txn, schema, table, staged, df)
+    return _stage_files(spark, txn, schema, table, staged, df, bounded)
 
 
 # ------------------------------------------------------------------------------------------ conforming the data
