@@ -45,3 +45,26 @@ def test_debug_shows_a_server_that_is_not_running(tmp_path: Path, monkeypatch: p
                                            f"{tmp_path / 'servers'}")
     assert not os.path.exists(tmp_path / "servers")  # showing it starts nothing, creates nothing
     assert "spark_server" not in dict(creds(tmp_path).connection_info())
+    assert "spark_class_archive" not in info
+
+
+def test_debug_shows_the_class_archive_for_an_embedded_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbt.adapters.ducklake.spark import class_archive
+
+    monkeypatch.setenv(class_archive.ENV_DIR, str(tmp_path / "archives"))
+    monkeypatch.delenv(class_archive.ENV_SWITCH, raising=False)
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    shown = dict(creds(tmp_path).connection_info())["spark_class_archive"]
+    assert shown.startswith("not built yet: the next Spark start builds it in the background")
+    assert not os.path.exists(tmp_path / "archives")  # showing it builds nothing
+    key = class_archive.archive_key()
+    assert key is not None
+    path = class_archive.archive_path(key)
+    path.parent.mkdir()
+    path.write_bytes(b"x" * 2**20)
+    assert dict(creds(tmp_path).connection_info())["spark_class_archive"].startswith(f"{path} (1 MB)")
+    jars = creds(tmp_path, spark_config={"spark.jars.packages": "org.example:x:1"})
+    assert dict(jars.connection_info())["spark_class_archive"].startswith("not used")
+    monkeypatch.setenv(class_archive.ENV_SWITCH, "off")
+    assert dict(creds(tmp_path).connection_info())["spark_class_archive"] == f"off ({class_archive.ENV_SWITCH})"
+    assert "spark_class_archive" not in dict(creds(tmp_path, master="sc://localhost:15002").connection_info())

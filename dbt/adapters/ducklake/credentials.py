@@ -111,6 +111,10 @@ class DuckLakeCredentials(Credentials):
             yield key, (self.catalog_display if key in ("catalog", "catalog_url") else value)
         if self.server_master:
             yield "spark_server", self.server_status()
+        elif not self.master.startswith("sc://"):  # a driver JVM starts in the dbt process: with the class archive?
+            from .spark import class_archive
+
+            yield "spark_class_archive", class_archive.status({str(k): str(v) for k, v in self.spark_config.items()})
 
     def server_status(self) -> str:
         """The local server of this profile, as `dbt debug` shows it before connecting (starts nothing)."""

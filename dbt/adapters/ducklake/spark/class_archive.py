@@ -116,6 +116,22 @@ def java_options(conf: Mapping[str, str] | None = None, *, build_missing: bool =
     return ""
 
 
+def status(conf: Mapping[str, str] | None = None) -> str:
+    """The archive as `dbt debug` shows it (builds nothing)."""
+    if not enabled():
+        return f"off ({ENV_SWITCH})"
+    try:
+        key = archive_key(conf)
+    except OSError as e:
+        return f"not used ({e})"
+    if key is None:
+        return "not used (no java found, or settings that change the driver's class path)"
+    path = archive_path(key)
+    if path.is_file():
+        return f"{path} ({path.stat().st_size // 2**20} MB): drivers start with it"
+    return f"not built yet: the next Spark start builds it in the background ({path}), or: python -m {MODULE}"
+
+
 def start_background_build(key: str) -> subprocess.Popen | None:
     """Start a detached, low-priority build of the archive unless one was attempted in the last RETRY_SECONDS; the
     build's process, or None."""
