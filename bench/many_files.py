@@ -22,6 +22,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -129,6 +130,7 @@ class Phases:
              ("gather_deletes (read delete files)", "dbt.adapters.ducklake.spark.manifest", "gather_deletes"),
              ("materialize (links + deletes file)", "dbt.adapters.ducklake.spark.manifest", "_materialize"),
              ("spark_table (catalog tables)", "dbt.adapters.ducklake.spark.manifest", "spark_table"),
+             ("first_read (data source table)", "dbt.adapters.ducklake.spark.first_read", "table_sql"),
              ("inlined rows", "dbt.adapters.ducklake.spark.scan", "_inlined_sql"),
              ("create_view (Spark analysis, listing)", "dbt.adapters.ducklake.spark.names", "create_view"))
 
@@ -147,6 +149,8 @@ class Phases:
             orig = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
 
             def wrapped(*a: Any, _orig: Any = orig, _label: str = label, **k: Any) -> Any:
+                if threading.current_thread() is not threading.main_thread():
+                    return _orig(*a, **k)  # a background manifest build (spark/first_read.py): not the plan's time
                 t = time.perf_counter()
                 try:
                     return _orig(*a, **k)
@@ -221,6 +225,9 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
             return names
 
         first_plan("plan_adapter_cold")
+        from dbt.adapters.ducklake.spark import first_read
+
+        first_read.wait_for_builds()  # the manifest the first reader's statement started building in the background
         forget_process_caches(spark)
         lake.close()
         lake = DuckLake.open(catalog)

@@ -165,10 +165,19 @@ def link_targets(root: str, table: TableInfo, files: Sequence[tuple[str, int, En
     return out
 
 
-def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequence[FileScanTask],
-            snapshot_id: int, encoding_of: Callable[[FileScanTask], Encoding] = lambda t: ()) -> Manifest:
-    """Build (or reuse) the manifest of these files at snapshot_id and the Spark tables over it; files are grouped
-    by the default-bearing columns they hold and by encoding_of (their footers' encoding of VARYING columns)."""
+@dataclass(frozen=True)
+class Layout:
+    """What a manifest of these files at a snapshot holds, before anything is made: its subdirectories of links,
+    its small files (the gathered deletes), and the (default columns held, encoding) of each subdirectory."""
+
+    root: str
+    links: dict[str, list[tuple[str, str]]]
+    tables: dict[str, tuple[str, Callable[[], pa.Table]]]
+    order: list[tuple[frozenset[int], Encoding]]
+
+
+def layout(data_path: str, table: TableInfo, tasks: Sequence[FileScanTask], snapshot_id: int,
+           encoding_of: Callable[[FileScanTask], Encoding] = lambda t: ()) -> Layout:
     defaults = default_columns(table.columns)
     groups: dict[tuple[frozenset[int], Encoding], list[tuple[str, str]]] = {}
     deletes: list[DeleteFile] = []
@@ -191,10 +200,25 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     if deletes or inlined:
         key = repr((sorted((d.delete_file_id, d.path) for d in deletes), sorted(inlined)))
         tables[DELETES_FILE] = (key, lambda: gather_deletes(root, deletes, inlined))
-    directory = materialize(data_path, table.table_id, links, tables)
+    return Layout(root, links, tables, order)
+
+
+def built(data_path: str, table_id: int, lay: Layout) -> bool:
+    """Whether the manifest of this layout exists (made by this process or another): reading it lists its links
+    only (no link or deletes file is made)."""
+    return os.path.isdir(_plan(data_path, table_id, lay.links, lay.tables)[0])
+
+
+def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequence[FileScanTask],
+            snapshot_id: int, encoding_of: Callable[[FileScanTask], Encoding] = lambda t: (),
+            lay: Layout | None = None) -> Manifest:
+    """Build (or reuse) the manifest of these files at snapshot_id and the Spark tables over it; files are grouped
+    by the default-bearing columns they hold and by encoding_of (their footers' encoding of VARYING columns)."""
+    lay = lay or layout(data_path, table, tasks, snapshot_id, encoding_of)
+    directory = materialize(data_path, table.table_id, lay.links, lay.tables)
     data = tuple((spark_table(spark, os.path.join(directory, f"g{i}"), data_schema(table.columns, e)), p, e)
-                 for i, (p, e) in enumerate(order))
-    dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if tables else None
+                 for i, (p, e) in enumerate(lay.order))
+    dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if lay.tables else None
     return Manifest(data, dels)
 
 
@@ -311,6 +335,21 @@ def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, 
     recursively, following the chunk links)."""
     tables = tables or {}
     root = table_root(data_path, table_id)
+    directory, chunked, chunks = _plan(data_path, table_id, links, tables)
+    for chunk, entries in chunks.items():
+        _materialize(chunk, {"": entries}, {})
+    _materialize(directory, chunked, tables)
+    _cleanup(root, directory)
+    _cleanup(os.path.join(root, CHUNKS), "")
+    _cleanup(os.path.join(root, READABLE), "")
+    return directory
+
+
+def _plan(data_path: str, table_id: int, links: dict[str, list[tuple[str, str]]],
+          tables: dict[str, tuple[str, Callable[[], pa.Table]]]
+          ) -> tuple[str, dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
+    """(the manifest's directory, its subdirectories' chunk links, the chunks' entries): names only, nothing made."""
+    root = table_root(data_path, table_id)
     chunked: dict[str, list[tuple[str, str]]] = {}
     chunks: dict[str, list[tuple[str, str]]] = {}
     for sub in sorted(links):
@@ -327,14 +366,7 @@ def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, 
         h.update(repr((sub, chunked[sub])).encode())
     for rel in sorted(tables):
         h.update(repr((rel, tables[rel][0])).encode())
-    directory = os.path.join(root, h.hexdigest()[:24])
-    for chunk, entries in chunks.items():
-        _materialize(chunk, {"": entries}, {})
-    _materialize(directory, chunked, tables)
-    _cleanup(root, directory)
-    _cleanup(os.path.join(root, CHUNKS), "")
-    _cleanup(os.path.join(root, READABLE), "")
-    return directory
+    return os.path.join(root, h.hexdigest()[:24]), chunked, chunks
 
 
 CHUNKS = "chunks"

@@ -21,6 +21,7 @@ from sqlglot.errors import ParseError
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
+from .first_read import MARK as FIRST_READ
 from .scan import create_view, is_time_travel_name, table_sql
 from .session import is_classic
 from .sql_literals import ident
@@ -100,7 +101,7 @@ class LakeNames:
             if hit is not None and now - hit[1] < SQL_REUSE_SECONDS:
                 return hit[0]
         sql = table_sql(self.spark, st, table)
-        if st is self._state:
+        if st is self._state and FIRST_READ not in sql:  # a first read's SQL gives way to the manifest once built
             self._table_sql[table.table_id] = (sql, now)
         return sql
 

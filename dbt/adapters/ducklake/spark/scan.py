@@ -30,7 +30,7 @@ from ..lake.read.inlined import read_inlined
 from ..lake.read.pruning import Predicate
 from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.records import Column, DataFile, TableInfo
-from . import manifest, remote_readable
+from . import first_read, manifest, remote_readable
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
@@ -106,8 +106,20 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
     row's FILE, POS and RID come first."""
     linked, rest = _split(table, plan)
     out = []
+    lay = None
+    if linked and not locators and not plan.pruned and first_read.applies(spark, table, linked):
+        # the first reader of a many-file snapshot reads through the catalog's file list while the manifest is
+        # built for the statements after it (spark/first_read.py)
+        lay = manifest.layout(state.data_path, table, linked, plan.snapshot_id)
+        if not manifest.built(state.data_path, table.table_id, lay):
+            out.append(first_read.table_sql(spark, table, linked, plan.snapshot_id))
+            data_path, tasks, snapshot_id, layout = state.data_path, list(linked), plan.snapshot_id, lay
+            first_read.build_in_background(
+                f"{table.table_id}:{snapshot_id}:{len(tasks)}",
+                lambda: manifest.prepare(spark, data_path, table, tasks, snapshot_id, lay=layout))
+            linked = []
     if linked:
-        m = manifest.prepare(spark, state.data_path, table, linked, plan.snapshot_id, encoding_of(table))
+        m = manifest.prepare(spark, state.data_path, table, linked, plan.snapshot_id, encoding_of(table), lay)
         partial = any(t.max_snapshot is not None for t in linked)
         out += [_manifest_sql(name, present, enc, m.deletes, table, plan.snapshot_id, partial, locators)
                 for name, present, enc in m.data]

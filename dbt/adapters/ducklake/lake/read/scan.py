@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -108,25 +109,33 @@ def _output_schema(columns: Sequence[Column], with_rowid: bool) -> pa.Schema:
 def read_file(task: FileScanTask, columns: Sequence[Column], with_rowid: bool) -> pa.Table:
     """One data file mapped to the table's columns, with deletes and partial-snapshot filtering applied."""
     f = task.data_file
-    raw = pq.read_table(to_local(f.path))
+    return read_data_file(f.path, columns, deleted_positions=task.deleted_positions, max_snapshot=task.max_snapshot,
+                          mapping=task.mapping, row_id_start=(f.row_id_start or 0) if with_rowid else None)
+
+
+def read_data_file(path: str, columns: Sequence[Column], *, deleted_positions: Sequence[int] | np.ndarray = (),
+                   max_snapshot: int | None = None, mapping: NameMapping | None = None,
+                   row_id_start: int | None = None) -> pa.Table:
+    """A data file's rows mapped to the table's columns (by field id, name mapping or position; defaults for missing
+    columns; promoted types), without the deleted positions and the rows beyond max_snapshot; with a rowid column
+    first when row_id_start is given."""
+    # one ParquetFile read: pq.read_table's dataset set-up costs several times a small file's read
+    raw = pq.ParquetFile(to_local(path), pre_buffer=False).read()
     n = raw.num_rows
-    keep = pa.array([True] * n)
-    if task.deleted_positions:
-        mask = [True] * n
-        for p in task.deleted_positions:
-            if p < n:
-                mask[p] = False
-        keep = pa.array(mask)
-    if task.max_snapshot is not None and SNAPSHOT_COLUMN in raw.schema.names:
-        keep = pc.and_(keep, pc.less_equal(raw.column(SNAPSHOT_COLUMN), task.max_snapshot))
+    keep = np.ones(n, dtype=bool)
+    if len(deleted_positions):
+        pos = np.asarray(deleted_positions, dtype=np.int64)
+        keep[pos[pos < n]] = False
+    mask = pa.array(keep)
+    if max_snapshot is not None and SNAPSHOT_COLUMN in raw.schema.names:
+        mask = pc.and_(mask, pc.less_equal(raw.column(SNAPSHOT_COLUMN), max_snapshot))
     out: dict[str, pa.ChunkedArray | pa.Array] = {}
-    if with_rowid:
+    if row_id_start is not None:
         if ROW_ID_COLUMN in raw.schema.names:
             out[ROWID] = raw.column(ROW_ID_COLUMN)
         else:
-            start = f.row_id_start or 0
-            out[ROWID] = pa.array(range(start, start + n), pa.int64())
-    resolver = _Resolver(raw.schema, task.mapping, columns)
+            out[ROWID] = pa.array(range(row_id_start, row_id_start + n), pa.int64())
+    resolver = _Resolver(raw.schema, mapping, columns)
     for col in columns:
         found = resolver.top_level(col)
         if found is None:
@@ -135,7 +144,7 @@ def read_file(task: FileScanTask, columns: Sequence[Column], with_rowid: bool) -
             idx, key = found
             out[col.name] = _convert(raw.column(idx), raw.schema.field(idx), col, resolver, key)
     table = pa.table(out)
-    return table.filter(keep)
+    return table.filter(mask)
 
 
 def _default_array(col: Column, n: int) -> pa.Array:

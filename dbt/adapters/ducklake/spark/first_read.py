@@ -1,0 +1,176 @@
+"""The first read of a many-file table at a snapshot: a Spark Python data source given the catalog's file list, while
+the table's manifest (spark/manifest.py) is built in the background for the statements after it.
+
+Why: a manifest costs its first reader a symlink per file and Spark's listing of them (seconds at 10k files: see
+docs/benchmarks.md "first reader"); a Python data source plans from the file list alone (0.1-0.8 s at 10k) and its
+readers apply each file's deletes as they read it. It is not the read path for every statement because Spark 4.0
+gives Python data sources no column pruning and no filter pushdown: a manifest read by Spark's Parquet reader reads
+only the needed columns and row groups. So the first reader of a snapshot reads through the data source, and once
+the manifest exists (built here in a thread, or by another process) later statements read the manifest.
+
+Only where the data source gives exactly the manifest's answer: classic sessions (the data source is registered in
+this process's session), local files matched by field id (no name mapping), plain column types (Arrow and Spark
+agree on them: no nested, encoded or unsigned types), whole-table reads without row locators (DML targets and the
+change feed keep the manifest path). Files are read by `lake.read.scan.read_data_file`, the lake's Arrow reader
+(field ids, defaults for columns added later, promoted types, deletes, partial files).
+
+Spark 4.0 hands a catalog table over a Python data source no options, so each table and snapshot gets a data source
+class of its own, registered under its own name, carrying its files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from ..lake.read.scan import FileScanTask
+from ..lake.records import Column, TableInfo
+from .session import is_classic
+from .sql_literals import ident
+from .types import spark_schema
+
+MIN_FILES = 500  # below this a manifest's first build is cheap (1k files: ~1-2 s), and Spark's reader is better
+MAX_AVERAGE_BYTES = 32 * 2**20  # a reader holds a whole file in memory: only tables of small files
+PARTITION_FILES = 256  # files per Spark task (at least 2 tasks per core otherwise)
+DATABASE = "_ducklake_manifests"
+MARK = "__ducklake_first_read_"  # in the name of every data source table (a view reading one is provisional)
+
+# plain lake types: Arrow (lake.read.arrow_types.plain_type) and Spark (spark/types.py) agree on their values
+_PLAIN = {"boolean", "int8", "int16", "int32", "int64", "float32", "float64", "varchar", "blob", "date", "timestamp",
+          "timestamptz"}
+_SPARK = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.StringType,
+          T.BinaryType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
+
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_registered: set[tuple[str, str]] = set()  # (application, data source table) made by this process
+_building: dict[str, threading.Thread] = {}  # manifest directory key -> its background build
+
+
+def applies(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask]) -> bool:
+    """Whether the table's files can be read through the data source (see the module)."""
+    if not is_classic(spark) or len(tasks) < MIN_FILES:
+        return False
+    if any(not _plain(c) for c in table.columns):
+        return False
+    if sum(t.data_file.file_size_bytes for t in tasks) > MAX_AVERAGE_BYTES * len(tasks):
+        return False
+    return all(t.mapping is None and "://" not in t.data_file.path.replace("file://", "", 1) for t in tasks)
+
+
+def _plain(c: Column) -> bool:
+    return not c.is_nested and (c.type in _PLAIN or c.type.startswith("decimal("))
+
+
+def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask], snapshot_id: int) -> str:
+    """The SELECT of these files' live rows at the snapshot through a data source table (registered once)."""
+    schema = spark_schema(table.columns)
+    if any(not isinstance(f.dataType, _SPARK) for f in schema.fields):
+        raise ValueError(f"{table.schema_name}.{table.name}: a column type the first-read data source does not read")
+    files = tuple((t.data_file.path, _deleted(t, snapshot_id), t.max_snapshot) for t in tasks)
+    columns = [(c.column_id, c.name, c.type, c.initial_default) for c in table.columns]  # renames, widenings too
+    key = hashlib.sha1(repr((table.table_id, snapshot_id, columns, files)).encode())
+    name = f"{MARK}{key.hexdigest()[:24]}"
+    done = (spark.sparkContext.applicationId, name)  # registered in this session (a later one starts empty)
+    with _lock:
+        if done not in _registered:
+            source = _source_class(name, schema, list(table.columns), files, snapshot_id)
+            spark.dataSource.register(source)
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {ident(DATABASE)}.{name} USING {name}")
+            _registered.add(done)
+    cols = ", ".join(ident(c.name) for c in table.columns)
+    return f"SELECT {cols} FROM {ident(DATABASE)}.{name}"
+
+
+def _deleted(t: FileScanTask, snapshot_id: int) -> tuple[str | None, int, tuple[int, ...]]:
+    """(delete file path or None, its first snapshot, inlined deleted positions) of a file at the snapshot: the
+    reader reads the delete file itself."""
+    d = t.data_file.delete_file
+    inlined = tuple(sorted(p for p, begin in t.data_file.inlined_deletes if begin <= snapshot_id))
+    if d is None or d.begin_snapshot > snapshot_id:
+        return None, 0, inlined
+    return d.path, d.begin_snapshot, inlined
+
+
+def build_in_background(key: str, build: Callable[[], Any]) -> None:
+    """Run the manifest's build once per key in a daemon thread (a failure is logged: the next statement builds it
+    the usual way)."""
+    with _lock:
+        if key in _building and _building[key].is_alive():
+            return
+
+        def run() -> None:
+            try:
+                build()
+            except Exception:  # noqa: BLE001 - readers fall back to building it themselves
+                _log.debug("background manifest build failed", exc_info=True)
+
+        thread = threading.Thread(target=run, name="ducklake-manifest", daemon=True)
+        _building[key] = thread
+        thread.start()
+
+
+def wait_for_builds(timeout: float = 600.0) -> None:
+    """Wait for this process's background manifest builds (tests, benchmarks)."""
+    for thread in list(_building.values()):
+        thread.join(timeout)
+
+
+class _Partition(InputPartition):
+    def __init__(self, files: list[tuple[str, tuple[str | None, int, tuple[int, ...]], int | None]]) -> None:
+        super().__init__(None)
+        self.files = files
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, columns: list[Column], files: Sequence[Any], schema: T.StructType, snapshot_id: int) -> None:
+        self.columns, self.files, self.schema, self.snapshot_id = columns, files, schema, snapshot_id
+
+    def partitions(self) -> list[_Partition]:
+        n = max(1, -(-len(self.files) // PARTITION_FILES))
+        return [_Partition(list(self.files[i::n])) for i in range(n)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import numpy as np
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from ..lake.read.deletes import read_delete_arrays
+        from ..lake.read.scan import read_data_file
+
+        target = to_arrow_schema(self.schema)
+        assert isinstance(partition, _Partition)
+        for path, (delete_path, begin, inlined), max_snapshot in partition.files:
+            deleted = np.asarray(inlined, dtype=np.int64)
+            if delete_path is not None:  # as lake.read.scan.deleted_positions: the positions as of the snapshot
+                pos, snap = read_delete_arrays(delete_path, begin)
+                live = pos.to_numpy()[snap.to_numpy() <= self.snapshot_id]
+                deleted = np.concatenate([deleted, live]) if len(deleted) else live
+            rows = read_data_file(path, self.columns, deleted_positions=deleted, max_snapshot=max_snapshot)
+            if rows.num_rows:
+                yield from pa.Table.from_arrays([rows.column(i).cast(f.type) for i, f in enumerate(target)],
+                                                schema=target).to_batches()
+
+
+def _source_class(name: str, table_schema: T.StructType, columns: list[Column], files: Sequence[Any],
+                  snapshot_id: int) -> type[DataSource]:
+    """A data source class of its own for one table at one snapshot (see the module)."""
+
+    def _name(cls: type) -> str:
+        return name
+
+    def _schema(self: DataSource) -> T.StructType:
+        return table_schema
+
+    def _reader(self: DataSource, schema: T.StructType) -> DataSourceReader:  # noqa: ARG001 - called by keyword
+        return _Reader(columns, files, table_schema, snapshot_id)
+
+    return type(name, (DataSource,), {"name": classmethod(_name), "schema": _schema, "reader": _reader})

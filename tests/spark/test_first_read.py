@@ -1,0 +1,118 @@
+"""The first reader of a many-file table reads through the catalog's file list (spark/first_read.py), while the
+manifest is built in the background; after it the manifest is read. Both give DuckDB's rows at every snapshot on a
+DuckDB-written table with deletes (rewritten), an update, a column added with a default, a widened column, inlined
+rows and an inlined delete of a file row."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark import first_read, manifest
+from dbt.adapters.ducklake.spark.names import LakeNames
+from dbt.adapters.ducklake.spark.scan import register_at, table_sql
+from tests.support import reference
+
+FILES = 24
+# a TIMESTAMPTZ compared as microseconds since the epoch (each engine gives its own zone's wall time)
+COLUMNS = "id, k, amount, qty, note, d, ts, {tz} AS tz, price, b"
+SPARK = COLUMNS.format(tz="unix_micros(tz)")
+DUCKDB = COLUMNS.format(tz="epoch_us(tz)")
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, DuckLake, dict[str, int]]]:
+    root = tmp_path_factory.mktemp("first_read")
+    catalog, data = f"duckdb:///{root}/l.ducklake", f"{root}/data/"
+    marks = {}
+    with reference.attached(catalog, data_path=data) as con:
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        con.execute("CREATE TABLE lake.e (id BIGINT, k VARCHAR, amount DOUBLE, qty INTEGER, d DATE, ts TIMESTAMP, "
+                    "tz TIMESTAMPTZ, price DECIMAL(12, 3), b BOOLEAN)")
+        for i in range(FILES):
+            if i == FILES // 2:
+                con.execute("ALTER TABLE lake.e ADD COLUMN note VARCHAR DEFAULT 'old'")
+            if i == FILES * 3 // 4:
+                con.execute("ALTER TABLE lake.e ALTER COLUMN qty TYPE BIGINT")
+            note = ", 'n' || (range % 3)" if i >= FILES // 2 else ""
+            cols = "id, k, amount, qty, d, ts, tz, price, b" + (", note" if note else "")
+            con.execute(f"INSERT INTO lake.e ({cols}) SELECT {i * 10} + range, 'k' || (range % 4), range * 1.5, "
+                        f"CASE WHEN range % 5 = 0 THEN NULL ELSE {i} * 1000 + range END, DATE '2024-01-01' + range::INT, "
+                        f"TIMESTAMP '2024-01-01 10:00:00' + INTERVAL (range) MINUTE, "
+                        f"TIMESTAMPTZ '2024-01-01 10:00:00+00' + INTERVAL (range) HOUR, range / 8, range % 2 = 0"
+                        f"{note} FROM range(10)")
+        marks["before_deletes"] = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        con.execute("DELETE FROM lake.e WHERE id % 7 = 3")
+        con.execute("DELETE FROM lake.e WHERE id % 11 = 1")  # rewritten delete files
+        con.execute("UPDATE lake.e SET amount = -amount WHERE id % 13 = 5")
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 5)")
+        con.execute("INSERT INTO lake.e (id, k, qty, note) VALUES (9000, 'late', 5000000000, 'x'), (9001, NULL, NULL, NULL)")
+        con.execute("DELETE FROM lake.e WHERE id = 42")  # an inlined delete of a file row
+        marks["latest"] = con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+    lake = DuckLake.open(catalog)
+    try:
+        yield catalog, data, lake, marks
+    finally:
+        lake.close()
+
+
+def _duckdb(catalog: str, snapshot: int) -> list[tuple]:
+    with reference.attached(catalog) as con:
+        rows = con.execute(f"SELECT {DUCKDB} FROM lake.e AT (VERSION => {snapshot})").fetchall()
+    return sorted(rows, key=repr)
+
+
+def _normal(rows: list) -> list[tuple]:
+    return sorted((tuple(r) for r in rows), key=repr)
+
+
+@pytest.fixture
+def many_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(first_read, "MIN_FILES", 10)
+
+
+def test_first_read_then_manifest_equal_duckdb(spark: SparkSession, lake: tuple, many_enough: None) -> None:
+    catalog, data, dl, marks = lake
+    expected = _normal(_duckdb(catalog, marks["latest"]))
+    names = LakeNames(spark, dl)
+    state = names.refresh([("main", "e")])
+    table = state.tables[("main", "e")]
+    # no manifest yet: the view registered for the first read reads through the file list (the manifest's build
+    # may already have finished in the background: this small table takes a moment)
+    assert first_read.MARK in names._registered[("main", "e")]
+    got = spark.sql(f"SELECT {SPARK} FROM main.e").collect()
+    assert _normal([tuple(r) for r in got]) == expected
+    assert any(isinstance(r["price"], Decimal) for r in got) and len(got) == len(expected)
+    first_read.wait_for_builds()
+    after = table_sql(spark, state, table)
+    assert first_read.MARK not in after  # the background build made the manifest: later statements read it
+    assert os.path.isdir(manifest.table_root(data, table.table_id))
+    names.refresh([("main", "e")])  # re-registers the view (its SQL changed)
+    assert _normal([tuple(r) for r in spark.sql(f"SELECT {SPARK} FROM main.e").collect()]) == expected
+    assert spark.sql("SELECT count(*) FROM main.e WHERE note = 'old'").collect()[0][0] == sum(
+        1 for r in expected if r[4] == "old")
+
+
+def test_time_travel_first_read_equals_duckdb(spark: SparkSession, lake: tuple, many_enough: None) -> None:
+    catalog, _data, dl, marks = lake
+    state = dl.snapshot(marks["before_deletes"])
+    name = register_at(spark, state, state.tables[("main", "e")])
+    got = spark.sql(f"SELECT {SPARK} FROM {name}").collect()
+    assert _normal([tuple(r) for r in got]) == _normal(_duckdb(catalog, marks["before_deletes"]))
+
+
+def test_not_used_for_few_files_or_other_types(spark: SparkSession, lake: tuple) -> None:
+    _catalog, _data, dl, _marks = lake
+    state = dl.snapshot()
+    table = state.tables[("main", "e")]
+    from dbt.adapters.ducklake.lake.read.scan import plan_scan
+
+    tasks = plan_scan(state, table, positions=False).files
+    assert not first_read.applies(spark, table, tasks)  # 24 files < MIN_FILES
+    nested = [c for c in table.columns if c.name == "id"][0]
+    assert first_read._plain(nested)
