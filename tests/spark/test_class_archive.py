@@ -111,3 +111,33 @@ def test_one_background_build_per_key_and_day(tmp_path: Path, monkeypatch: pytes
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     assert not list(tmp_path.glob("*.jsa"))
+
+
+def test_a_reinstalled_spark_gets_a_new_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JVM ignores an archive whose jars changed size or time (a re-created virtualenv at the same path): such
+    an install must get an archive of its own, not keep a useless one forever."""
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "spark-core.jar").write_bytes(b"x")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    first = ca.archive_key()
+    assert first is not None and ca.archive_key() == first
+    os.utime(jars / "spark-core.jar", ns=(10**18, 10**18))
+    assert ca.archive_key() != first
+
+
+def test_a_new_archive_replaces_the_same_installs_older_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "spark" / "jars").mkdir(parents=True)
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    root = tmp_path / "archives"
+    root.mkdir()
+    jars = os.path.realpath(tmp_path / "spark" / "jars")
+    for key, where in (("old", jars), ("elsewhere", "/another/venv/pyspark/jars")):
+        (root / f"spark-driver-{key}.jsa").write_bytes(b"x")
+        (root / f"spark-driver-{key}.lock").write_bytes(b"")
+        (root / f"spark-driver-{key}.jars").write_text(where)
+    ca._replace_older(root, "new")
+    assert sorted(p.name for p in root.iterdir()) == [
+        "spark-driver-elsewhere.jars", "spark-driver-elsewhere.jsa", "spark-driver-elsewhere.lock",
+        "spark-driver-new.jars"]

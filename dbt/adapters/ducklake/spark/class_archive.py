@@ -89,7 +89,10 @@ def archive_key(conf: Mapping[str, str] | None = None) -> str | None:
         parts += [str(st.st_size), str(st.st_mtime_ns)]
     jars = _spark_home() / "jars"
     parts.append(str(jars))
-    parts += sorted(os.listdir(jars)) if jars.is_dir() else []
+    if jars.is_dir():  # the JVM checks each jar's size and time: a re-installed Spark needs an archive of its own
+        for e in sorted(os.scandir(jars), key=lambda e: e.name):
+            st = e.stat()
+            parts.append(f"{e.name} {st.st_size} {st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
@@ -177,6 +180,7 @@ def build(timeout: float = BUILD_TIMEOUT) -> Path | None:
     final = archive_path(key)
     with _locked(root / f"spark-driver-{key}.lock"):
         if final.is_file():
+            print(f"class archive: {final} (built before)")
             return final
         for old in root.glob("*.tmp.jsa"):
             with contextlib.suppress(OSError):
@@ -193,11 +197,25 @@ def build(timeout: float = BUILD_TIMEOUT) -> Path | None:
                 print("class archive: a JVM could not start and run a query with the new archive")
                 return None
             os.replace(tmp, final)
+            _replace_older(root, key)
             print(f"class archive: {final} ({final.stat().st_size // 2**20} MB, {time.monotonic() - t0:.0f} s)")
             return final
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+
+
+def _replace_older(root: Path, key: str) -> None:
+    """Note which Spark install the new archive is for, and remove the archives of earlier installs at the same
+    place (a virtualenv re-created or upgraded: the JVM would ignore them; 160 MB each)."""
+    jars = str(_spark_home() / "jars")
+    (root / f"spark-driver-{key}.jars").write_text(jars)
+    for note in root.glob("spark-driver-*.jars"):
+        other = note.name[len("spark-driver-"):-len(".jars")]
+        with contextlib.suppress(OSError):
+            if other != key and note.read_text() == jars:
+                for leftover in root.glob(f"spark-driver-{other}.*"):
+                    leftover.unlink()
 
 
 def _run_child(step: str, options: str, timeout: float) -> bool:
