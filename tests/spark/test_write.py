@@ -361,8 +361,8 @@ def test_append_and_a_failed_commit_leaves_nothing(spark: SparkSession, sqlite_l
 
     real = write.write_files
 
-    def write_then_drop(*args: Any) -> Any:
-        out = real(*args)
+    def write_then_drop(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
         assert out and all(os.path.exists(f.path) for f in out)
         tx = lake.transaction()
         tx.drop_table("s", "t")
