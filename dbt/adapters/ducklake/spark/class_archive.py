@@ -100,15 +100,23 @@ def archive_path(key: str) -> Path:
     return archive_dir() / f"spark-driver-{key}.jsa"
 
 
+def _key(conf: Mapping[str, str] | None) -> tuple[str | None, str]:
+    """(this install's archive key, "") or (None, why no archive applies)."""
+    if not enabled():
+        return None, f"off ({ENV_SWITCH})"
+    try:
+        key = archive_key(conf)
+    except OSError as e:
+        return None, f"not used ({e})"
+    if key is None:
+        return None, "not used (no java found, or settings that change the driver's class path)"
+    return key, ""
+
+
 def java_options(conf: Mapping[str, str] | None = None, *, build_missing: bool = True) -> str:
     """The driver JVM options that map the archive, or "" (none applies, or it is not built yet: then, with
     build_missing, a background build is started)."""
-    if not enabled():
-        return ""
-    try:
-        key = archive_key(conf)
-    except OSError:
-        return ""
+    key, _why = _key(conf)
     if key is None:
         return ""
     path = archive_path(key)
@@ -121,14 +129,9 @@ def java_options(conf: Mapping[str, str] | None = None, *, build_missing: bool =
 
 def status(conf: Mapping[str, str] | None = None) -> str:
     """The archive as `dbt debug` shows it (builds nothing)."""
-    if not enabled():
-        return f"off ({ENV_SWITCH})"
-    try:
-        key = archive_key(conf)
-    except OSError as e:
-        return f"not used ({e})"
+    key, why = _key(conf)
     if key is None:
-        return "not used (no java found, or settings that change the driver's class path)"
+        return why
     path = archive_path(key)
     if path.is_file():
         return f"{path} ({path.stat().st_size // 2**20} MB): drivers start with it"

@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ..lake.read.scan import FileScanTask
+from ..lake.read.scan import DeleteSources, FileScanTask, delete_sources
 from ..lake.records import Column, TableInfo
 from .session import is_classic
 from .sql_literals import ident
@@ -45,13 +45,11 @@ MARK = "__ducklake_first_read_"  # in the name of every data source table (a vie
 # plain lake types: Arrow (lake.read.arrow_types.plain_type) and Spark (spark/types.py) agree on their values
 _PLAIN = {"boolean", "int8", "int16", "int32", "int64", "float32", "float64", "varchar", "blob", "date", "timestamp",
           "timestamptz"}
-_SPARK = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.StringType,
-          T.BinaryType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _registered: set[tuple[str, str]] = set()  # (application, data source table) made by this process
-_building: dict[str, threading.Thread] = {}  # manifest directory key -> its background build
+_building: dict[str, threading.Thread] = {}  # (table, snapshot, files) -> its manifest's running background build
 
 
 def applies(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask]) -> bool:
@@ -72,9 +70,7 @@ def _plain(c: Column) -> bool:
 def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask], snapshot_id: int) -> str:
     """The SELECT of these files' live rows at the snapshot through a data source table (registered once)."""
     schema = spark_schema(table.columns)
-    if any(not isinstance(f.dataType, _SPARK) for f in schema.fields):
-        raise ValueError(f"{table.schema_name}.{table.name}: a column type the first-read data source does not read")
-    files = tuple((t.data_file.path, _deleted(t, snapshot_id), t.max_snapshot) for t in tasks)
+    files = tuple((t.data_file.path, delete_sources(t.data_file, snapshot_id), t.max_snapshot) for t in tasks)
     columns = [(c.column_id, c.name, c.type, c.initial_default) for c in table.columns]  # renames, widenings too
     key = hashlib.sha1(repr((table.table_id, snapshot_id, columns, files)).encode())
     name = f"{MARK}{key.hexdigest()[:24]}"
@@ -90,21 +86,13 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
     return f"SELECT {cols} FROM {ident(DATABASE)}.{name}"
 
 
-def _deleted(t: FileScanTask, snapshot_id: int) -> tuple[str | None, int, tuple[int, ...]]:
-    """(delete file path or None, its first snapshot, inlined deleted positions) of a file at the snapshot: the
-    reader reads the delete file itself."""
-    d = t.data_file.delete_file
-    inlined = tuple(sorted(p for p, begin in t.data_file.inlined_deletes if begin <= snapshot_id))
-    if d is None or d.begin_snapshot > snapshot_id:
-        return None, 0, inlined
-    return d.path, d.begin_snapshot, inlined
-
-
 def build_in_background(key: str, build: Callable[[], Any]) -> None:
     """Run the manifest's build once per key in a daemon thread (a failure is logged: the next statement builds it
     the usual way)."""
     with _lock:
-        if key in _building and _building[key].is_alive():
+        for k in [k for k, t in _building.items() if not t.is_alive()]:  # finished builds: nothing to wait for
+            del _building[k]
+        if key in _building:
             return
 
         def run() -> None:
@@ -120,12 +108,14 @@ def build_in_background(key: str, build: Callable[[], Any]) -> None:
 
 def wait_for_builds(timeout: float = 600.0) -> None:
     """Wait for this process's background manifest builds (tests, benchmarks)."""
-    for thread in list(_building.values()):
+    with _lock:
+        threads = list(_building.values())
+    for thread in threads:
         thread.join(timeout)
 
 
 class _Partition(InputPartition):
-    def __init__(self, files: list[tuple[str, tuple[str | None, int, tuple[int, ...]], int | None]]) -> None:
+    def __init__(self, files: list[tuple[str, DeleteSources, int | None]]) -> None:
         super().__init__(None)
         self.files = files
 
@@ -139,21 +129,15 @@ class _Reader(DataSourceReader):
         return [_Partition(list(self.files[i::n])) for i in range(n)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import numpy as np
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from ..lake.read.deletes import read_delete_arrays
-        from ..lake.read.scan import read_data_file
+        from ..lake.read.scan import positions_of, read_data_file
 
         target = to_arrow_schema(self.schema)
         assert isinstance(partition, _Partition)
-        for path, (delete_path, begin, inlined), max_snapshot in partition.files:
-            deleted = np.asarray(inlined, dtype=np.int64)
-            if delete_path is not None:  # as lake.read.scan.deleted_positions: the positions as of the snapshot
-                pos, snap = read_delete_arrays(delete_path, begin)
-                live = pos.to_numpy()[snap.to_numpy() <= self.snapshot_id]
-                deleted = np.concatenate([deleted, live]) if len(deleted) else live
+        for path, sources, max_snapshot in partition.files:
+            deleted = positions_of(sources, self.snapshot_id)
             rows = read_data_file(path, self.columns, deleted_positions=deleted, max_snapshot=max_snapshot)
             if rows.num_rows:
                 yield from pa.Table.from_arrays([rows.column(i).cast(f.type) for i, f in enumerate(target)],

@@ -34,6 +34,7 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-ducklake.properties")
 
 
@@ -53,14 +54,11 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     python = (conf or {}).get("spark.pyspark.python", sys.executable)
     os.environ.setdefault("PYSPARK_PYTHON", python)
     conf = dict(conf or {})
-    for key, value in conf.items():
-        if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
-            raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")
+    _check_required(conf)
     if SparkContext._gateway is None:  # a driver JVM starts here: let it map the class archive (class_archive.py)
         archive = class_archive.java_options(conf)
         if archive:
-            extra = conf.get("spark.driver.extraJavaOptions")
-            conf["spark.driver.extraJavaOptions"] = f"{extra} {archive}" if extra else archive
+            conf[JAVA_OPTIONS] = _joined(conf.get(JAVA_OPTIONS), archive)
     if log_file is not None:
         _start_quiet_driver(log_file, conf)
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -71,6 +69,17 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _joined(extra: str | None, options: str) -> str:
+    """The driver's Java options: the user's, then the layer's."""
+    return f"{extra} {options}" if extra else options
+
+
+def _check_required(conf: Mapping[str, str]) -> None:
+    for key, value in conf.items():
+        if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
+            raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")
 
 
 def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
@@ -84,9 +93,7 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     # Spark's notices about the host name and the loopback address: the local driver binds to loopback anyway
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dducklake.spark.log={log_file}"
-    extra = conf.get("spark.driver.extraJavaOptions")
-    spark_conf = SparkConf(loadDefaults=True).set("spark.driver.extraJavaOptions",
-                                                  f"{extra} {options}" if extra else options)
+    spark_conf = SparkConf(loadDefaults=True).set(JAVA_OPTIONS, _joined(conf.get(JAVA_OPTIONS), options))
     with open(log_file, "ab") as out:
         SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
     SparkContext._jvm = SparkContext._gateway.jvm
@@ -101,9 +108,8 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSes
         ValueError: user conf contradicts a setting the layer needs.
     """
     spark = SparkSession.builder.remote(url).getOrCreate()
+    _check_required(conf or {})
     for key, value in (conf or {}).items():
-        if key in REQUIRED_CONF and str(value).lower() != REQUIRED_CONF[key].lower():
-            raise ValueError(f"Spark setting {key}={value!r} conflicts with what DuckLake needs ({REQUIRED_CONF[key]!r})")
         if spark.conf.isModifiable(key):
             spark.conf.set(key, str(value))
     apply_required_conf(spark)

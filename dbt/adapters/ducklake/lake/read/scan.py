@@ -19,7 +19,7 @@ from ..paths import to_local
 from ..records import Column, DataFile, NameMapping, TableInfo
 from ..types import parse_value
 from .arrow_types import cast_to, plain_type
-from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_file
+from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_arrays
 from .inlined import read_inlined
 from .pruning import Predicate, prune
 
@@ -53,14 +53,34 @@ def row_count(state: LakeState, table: TableInfo) -> int:
     return n + sum(t.num_rows for t in read_inlined(state, table, with_rowid=False))
 
 
+DeleteSources = tuple[str | None, int, tuple[int, ...]]
+
+
 def deleted_positions(f: DataFile, snapshot_id: int) -> tuple[int, ...]:
     """The positions of a data file deleted as of snapshot_id (its delete file, read here, and inlined deletes)."""
-    deleted: set[int] = set()
-    if f.delete_file is not None and f.delete_file.begin_snapshot <= snapshot_id:
-        d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
-        deleted.update(p for p, snap in zip(d.positions, d.snapshots, strict=True) if snap <= snapshot_id)
-    deleted.update(p for p, begin in f.inlined_deletes if begin <= snapshot_id)
-    return tuple(sorted(deleted))
+    return tuple(np.unique(positions_of(delete_sources(f, snapshot_id), snapshot_id)).tolist())
+
+
+def delete_sources(f: DataFile, snapshot_id: int) -> DeleteSources:
+    """What says which rows of a data file are deleted as of snapshot_id, from the catalog alone: (its delete file's
+    path or None, the delete file's first snapshot, the inlined deleted positions), for `positions_of`."""
+    d = f.delete_file
+    inlined = tuple(sorted(p for p, begin in f.inlined_deletes if begin <= snapshot_id))
+    if d is None or d.begin_snapshot > snapshot_id:
+        return None, 0, inlined
+    return d.path, d.begin_snapshot, inlined
+
+
+def positions_of(sources: DeleteSources, snapshot_id: int) -> np.ndarray:
+    """The deleted positions those sources give as of snapshot_id (the delete file read here; unsorted, a position
+    may appear twice)."""
+    path, begin, inlined = sources
+    deleted = np.asarray(inlined, dtype=np.int64)
+    if path is None:
+        return deleted
+    pos, snap = read_delete_arrays(path, begin)
+    live = pos.to_numpy()[snap.to_numpy() <= snapshot_id]
+    return np.concatenate([deleted, live]) if len(deleted) else live
 
 
 def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = None, *,
