@@ -116,3 +116,80 @@ def test_not_used_for_few_files_or_other_types(spark: SparkSession, lake: tuple)
     assert not first_read.applies(spark, table, tasks)  # 24 files < MIN_FILES
     nested = [c for c in table.columns if c.name == "id"][0]
     assert first_read._plain(nested)
+
+
+def test_threads_reading_while_duckdb_commits(spark: SparkSession, tmp_path, many_enough: None) -> None:
+    """Several threads of one process (as dbt's threads share LakeNames) read a many-file table through the first
+    reader while DuckDB commits inserts, deletes and an update to it, so background manifest builds race the
+    commits and each other. Every answer is DuckDB's at a snapshot no older than the one the statement refreshed
+    to, and once the builds are done the manifest path gives DuckDB's latest rows."""
+    import threading
+
+    catalog, data = f"sqlite:///{tmp_path}/l.sqlite", f"{tmp_path}/data/"
+    with reference.attached(catalog, data_path=data) as con:
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        con.execute("CREATE TABLE lake.t (id BIGINT, k VARCHAR, amount DOUBLE)")
+        for i in range(20):
+            con.execute(f"INSERT INTO lake.t SELECT {i * 10} + range, 'k' || (range % 3), range * 0.5 FROM range(10)")
+        con.execute("DELETE FROM lake.t WHERE id % 9 = 4")
+    dl = DuckLake.open(catalog)
+    names = LakeNames(spark, dl)
+    seen: list[tuple[int, tuple]] = []
+    provisional: list[bool] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        try:
+            with reference.attached(catalog) as con:
+                for i in range(6):
+                    con.execute(f"INSERT INTO lake.t SELECT {1000 + i * 10} + range, 'w', 1.0 FROM range(10)")
+                    con.execute(f"DELETE FROM lake.t WHERE id % 17 = {i}")
+                    if i == 3:
+                        con.execute("UPDATE lake.t SET amount = amount + 100 WHERE id % 5 = 0")
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            stop.set()
+
+    def reader() -> None:
+        try:
+            while True:
+                done = stop.is_set()
+                with names._lock:  # which path this statement's view takes (re-registered by other threads after)
+                    st = names.refresh([("main", "t")])
+                    provisional.append(first_read.MARK in names._registered[("main", "t")])
+                row = spark.sql("SELECT count(*), sum(id), sum(amount), count(DISTINCT k) FROM main.t").collect()[0]
+                seen.append((st.snapshot_id, tuple(row)))
+                if done:
+                    return
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)] + [threading.Thread(target=writer)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        assert not errors, errors
+        first_read.wait_for_builds()
+        with reference.attached(catalog) as con:
+            first = min(s for s, _ in seen)
+            snapshots = [s for (s,) in con.execute(
+                f"SELECT snapshot_id FROM lake.snapshots() WHERE snapshot_id >= {first} ORDER BY 1").fetchall()]
+            answers = {s: tuple(con.execute(
+                f"SELECT count(*), sum(id), sum(amount), count(DISTINCT k) FROM lake.t AT (VERSION => {s})"
+            ).fetchone()) for s in snapshots}
+        assert len(seen) >= 6
+        assert any(provisional) and not all(provisional), provisional  # both paths ran while DuckDB committed
+        for refreshed, got in seen:
+            assert any(answers[s] == got for s in snapshots if s >= refreshed), (refreshed, got)
+        assert len({a for _s, a in seen}) > 1  # the readers saw the lake change under them
+        st = names.refresh([("main", "t")])
+        assert first_read.MARK not in names._registered[("main", "t")]  # built: later statements read the manifest
+        assert tuple(spark.sql("SELECT count(*), sum(id), sum(amount), count(DISTINCT k) FROM main.t").collect()[0]
+                     ) == answers[st.snapshot_id] == answers[snapshots[-1]]
+    finally:
+        stop.set()
+        dl.close()
