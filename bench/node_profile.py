@@ -356,6 +356,14 @@ def node_kind(uid: str, materialized: dict[str, str], phase_index: int) -> str:
     return uid.split(".")[0]
 
 
+def test_kind(uid: str) -> str | None:
+    """A data test's generic test (not_null, unique, accepted_values), from its unique id."""
+    if not uid.startswith("test."):
+        return None
+    name = uid.split(".")[2]
+    return next((k for k in ("not_null", "unique", "accepted_values", "relationships") if name.startswith(k)), "other")
+
+
 def pct(xs: list[float], q: float) -> float:
     """Nearest-rank percentile."""
     s = sorted(xs)
@@ -366,6 +374,8 @@ def summarize(nodes: list[dict[str, Any]]) -> dict[str, Any]:
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for n in nodes:
         by_kind[n["kind"]].append(n)
+        if test_kind(n["unique_id"]):  # and per generic test: their paths differ (not_null may need no read)
+            by_kind[f"data test ({test_kind(n['unique_id'])})"].append(n)
     out = {}
     for kind, ns in by_kind.items():
         times = [n["execution_s"] for n in ns]

@@ -95,6 +95,10 @@ PRUNED = [
     ("SELECT id FROM main.t WHERE id IN (SELECT id FROM main.t WHERE id BETWEEN 5 AND 7)", {0, 100, 200, 300},
      (1, 3)),  # only the inner read prunes (the outer WHERE has no literal)
     ("WITH x AS (SELECT * FROM main.t WHERE id < 100) SELECT count(*) FROM x", {0}, (1, 3)),
+    # dbt's `where` config on a test: the derived table's files pruned by both conditions
+    ("SELECT id FROM (SELECT * FROM main.t WHERE id >= 100) x WHERE x.id < 130 AND n IS NOT NULL", {100}, (1, 3)),
+    ("SELECT id FROM (SELECT * FROM main.t) x WHERE id < 30", {0}, (1, 3)),
+    ("SELECT count(*) FROM (SELECT * FROM main.t WHERE id < 250) x WHERE label >= 'n2'", {200}, (1, 3)),
 ]
 
 
@@ -305,3 +309,70 @@ def test_dataframe_filters_skip_files_like_sql(spark: SparkSession, lake: tuple[
     assert odd == [r[0] for r in _duckdb(catalog, "SELECT id FROM main.t WHERE upper(label) = 'N350'")] == []
     got = sorted(r.id for r in df.filter(F.col("id") > 340).collect())
     assert got == sorted(r[0] for r in _duckdb(catalog, "SELECT id FROM main.t WHERE id > 340"))
+
+
+# dbt's data-test wrapper around a not_null test (fail_calc count(*), warn_if/error_if != 0)
+_TEST = ("select count(*) as failures, count(*) != 0 as should_warn, count(*) != 0 as should_error "
+         "from ({inner}) dbt_internal_test")
+
+
+@pytest.mark.parametrize("inner", ["select id from main.m where id is null",
+                                   "select * from main.k where id is null limit 10",  # a delete file
+                                   "select d, count(*) as n from main.m x where x.tz is null group by d",
+                                   # dbt's `where` config
+                                   "select n from (select * from main.m where n > 0) dbt_subquery where id is null",
+                                   "select * from (select * from main.m) dbt_subquery where dbt_subquery.id > 5000"])
+def test_counts_over_a_read_pruned_to_nothing_need_no_read_and_no_job(spark: SparkSession,
+                                                                      lake: tuple[str, DuckLake], inner: str) -> None:
+    """A data test whose filter the statistics prove matches no row (no NULL in any file, no inlined row) is
+    answered as one row of zero counts: every file of the lake away, no Spark job, DuckDB's answer and Spark's
+    column names and types."""
+    catalog, lk = lake
+    sql = _TEST.format(inner=inner)
+    st = LakeNames(spark, lk).refresh([("main", "m"), ("main", "k")])
+    files = [f.path for name in ("m", "k") for f in st.files(st.table("main", name))]
+    q = prune_query(spark, st, sql)
+    sc = spark.sparkContext
+    for f in files:
+        os.rename(f, f + ".away")
+    try:
+        sc.setJobGroup("empty-test", "empty-test")
+        df = spark.sql(q.sql)
+        got = [tuple(r) for r in df.collect()]
+        jobs = sc.statusTracker().getJobIdsForGroup("empty-test")
+    finally:
+        sc.setJobGroup("", "")
+        for f in files:
+            os.rename(f + ".away", f)
+    assert "main." not in q.sql and not q.views and len(q.replaced) == 1  # the table needs no Spark view either
+    assert got == [(0, False, False)] == _duckdb(catalog, sql)
+    assert df.schema == spark.sql(sql).schema
+    assert jobs == []
+
+
+@pytest.mark.parametrize("sql", [
+    _TEST.format(inner="select n from main.m where n is null"),  # NULLs in the file: read
+    _TEST.format(inner="select id from main.t where id is null"),  # inlined rows: the stats do not cover them
+    _TEST.format(inner="select id from main.k2 where id is null"),
+    "select count(*) as c from (select count(*) as n from main.m where id is null) x",  # one row, not none
+    "select count(*) as c from (select id, count(*) as n from main.m where id is null group by rollup(id)) x",
+    "select count(*) as c from (select id, count(*) as n from main.m where id is null group by id, cube(id)) x",
+    "select count(*) as c from (select id from main.m where id is null group by grouping sets ((id), ())) x",
+    "select count(*) as c, max(1) as m from (select id from main.m where id is null) x",
+    "select count(*) from (select id from main.m where id is null) x",  # Spark's own name for the column
+    "select 1 as one from (select id from main.m where id is null) x",  # no aggregate: no row
+    _TEST.format(inner="select n from (select * from main.m where id < 220) x where n is null"),
+    _TEST.format(inner="select id from (select id from main.m where id > 0) x where id is null"),  # not SELECT *
+    "select count(*) as c from (select id from main.m where id is null) x group by id",
+])
+def test_other_shapes_over_nothing_are_left_to_spark(spark: SparkSession, lake: tuple[str, DuckLake],
+                                                     sql: str) -> None:
+    """Spark's own answer (the unpruned query): a rollup's grand total over no row is Spark's (none; DuckDB gives
+    one)."""
+    _, lk = lake
+    st = LakeNames(spark, lk).refresh([("main", "t"), ("main", "m"), ("main", "k2")])
+    with pruned_reads(spark, st, sql) as q:
+        assert "FROM VALUES (0) AS __ducklake_one" not in q.sql
+        df = spark.sql(q.sql)
+    assert sorted((tuple(r) for r in df.collect()), key=repr) == sorted(
+        (tuple(r) for r in spark.sql(sql).collect()), key=repr)

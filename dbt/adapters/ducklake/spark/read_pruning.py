@@ -18,6 +18,11 @@ Scalar subqueries anywhere in a query that aggregate a whole lake table with max
 coalesce(max(id), -1) FROM this)` over a source that is no lake table) are answered from the catalog when its
 statistics are exact, as DuckDB answers them: Spark then reads none of the table's files (many small ones after
 frequent appends).
+
+An aggregate without GROUP BY over a derived table whose lake-table read the statistics prune to nothing (dbt's
+data tests: `select count(*) as failures, ... from (select c from t where c is null) dbt_internal_test`, with no
+NULL in any file's statistics) is answered without a read: one row, each count 0. Answers of literals select from a
+one-row local table, which Spark projects on the driver (a FROM-less SELECT runs a Spark job).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from sqlglot.tokens import Token, TokenType
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import UnsupportedTypeError
 from ..lake.read.inlined import read_inlined
+from ..lake.read.pruning import And
 from ..lake.read.scan import plan_scan, row_count
 from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
@@ -52,6 +58,9 @@ from .types import to_spark
 _COMPARE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 _TABLE_ARGS = frozenset({"this", "db", "alias"})  # a plain `schema.table [alias]`: no time travel, sample, hints
 _views = itertools.count()
+# a one-row local relation: Spark folds a projection of literals over it on the driver (no job; a FROM-less SELECT
+# scans its one-row relation in a job)
+ONE_ROW = " FROM VALUES (0) AS __ducklake_one(__ducklake_one)"
 
 
 @dataclass
@@ -110,12 +119,26 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     inline = not is_classic(spark)  # see the module: derived tables instead of temporary views
     edits: list[tuple[int, int, str]] = []  # (start, end exclusive, replacement) in the original text
+    empty: set[int] = set()  # ids of the tree's SELECTs proven to yield no row
     try:
         if "where" in lower:
+            done: set[int] = set()
             for select in list(tree.find_all(exp.Select)):
-                if any(s <= _start(select) < e for s, e, _ in edits):
-                    continue  # inside a subquery already replaced by its value
-                edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline)
+                if id(select) in done or any(s <= _start(select) < e for s, e, _ in edits):
+                    continue  # pruned with the SELECT filtering it, or inside a subquery replaced by its value
+                star = _star_subquery(select)
+                if star is not None:  # dbt's `where` config: (select * from t where ...) dbt_subquery where ...
+                    done.add(id(star[0]))
+                    edits += _prune_select(spark, state, sql, tokens, star[0], ctes, out, refresh, inline, empty,
+                                           also=(select.args["where"].this, star[1]), owner=select)
+                else:
+                    edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline, empty)
+            answered = _aggregate_of_empty(tree, empty)
+            if answered is not None:
+                for v in out.views:
+                    spark.catalog.dropTempView(v)
+                return PrunedQuery(answered, replaced={(t.db.lower(), t.name.lower())
+                                                       for t in tree.find_all(exp.Table) if t.db})
         edits += _answered_subqueries(state, tree, tokens, edits)
     except BaseException:
         for v in out.views:
@@ -153,7 +176,7 @@ def _count_from_catalog(state: LakeState, tree: exp.Expression) -> tuple[str, se
     if literal is None:
         return None
     name = ident(alias) if alias else "`count(1)`"  # Spark's name for an unaliased count(*)
-    return f"SELECT {literal} AS {name}", {(table.schema_name.lower(), table.name.lower())}
+    return f"SELECT {literal} AS {name}{ONE_ROW}", {(table.schema_name.lower(), table.name.lower())}
 
 
 def _count_literal(state: LakeState, table: TableInfo) -> str | None:
@@ -170,10 +193,16 @@ def _start(node: exp.Expression) -> int:
 
 
 def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[Token], select: exp.Select,
-                  ctes: set[str], out: PrunedQuery, refresh: Refresh, inline: bool) -> list[tuple[int, int, str]]:
+                  ctes: set[str], out: PrunedQuery, refresh: Refresh, inline: bool, empty: set[int],
+                  also: tuple[exp.Expression, str] | None = None, owner: exp.Select | None = None
+                  ) -> list[tuple[int, int, str]]:
+    """Edits reading the SELECT's lake table from the files its WHERE can match. also: a condition on the SELECT's
+    rows applied by owner, the SELECT whose derived table it is (a `SELECT *`), as (condition, the derived table's
+    alias): files that cannot match both conditions give owner no row. The SELECT proven to yield no row (owner
+    when given) goes into empty."""
     where = select.args.get("where")
     source = select.args.get("from_")
-    if where is None or source is None or select.args.get("joins") or select.args.get("laterals"):
+    if (where is None and also is None) or source is None or select.args.get("joins") or select.args.get("laterals"):
         return []
     tnode = source.this
     table = _plain_table(state, tnode)
@@ -182,7 +211,7 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     qualifier = tnode.alias or tnode.name
     columns = {c.name.lower(): c for c in table.columns}
     edits: list[tuple[int, int, str]] = []
-    condition = where.this.copy()
+    condition = where.this.copy() if where is not None else exp.true()
     # scalar subqueries compared with a column: evaluated, their value in place (in the copy to translate, and in
     # the text to run)
     for cmp in list(condition.find_all(*_COMPARE)):
@@ -198,13 +227,19 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
             literal_sql, text = value
             edits.append((span[0], span[1], f"({literal_sql})"))
             cmp.set(side, exp.Literal.string(text))
-    predicate = to_predicate(condition.sql(dialect="spark"), table.columns, (None, qualifier))
-    if predicate is None:
+    parts = [to_predicate(condition.sql(dialect="spark"), table.columns, (None, qualifier))]
+    if also is not None:
+        parts.append(to_predicate(also[0].sql(dialect="spark"), table.columns, (None, also[1])))
+    known = [p for p in parts if p is not None]
+    if not known:
         return edits
-    plan = plan_scan(state, table, predicate, positions=False)
+    plan = plan_scan(state, table, known[0] if len(known) == 1 else And(tuple(known)), positions=False)
     if not plan.pruned:
         return edits
-    if inline:
+    nothing = not plan.files and not any(len(x) for x in read_inlined(state, table, with_rowid=False))
+    if nothing and _no_row_of_nothing(owner or select):
+        empty.add(id(owner or select))
+    if inline or nothing:  # nothing: a derived table of no row costs Spark no view (and no analysis of one)
         view = f"({plan_sql(spark, state, table, plan)})"
     else:
         view = f"__ducklake_pruned_{next(_views)}"
@@ -214,6 +249,63 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     start, end = tnode.args["db"].meta["start"], tnode.this.meta["end"] + 1
     edits.append((start, end, view if tnode.alias else f"{view} AS {ident(tnode.name)}"))
     return edits
+
+
+def _star_subquery(select: exp.Select) -> tuple[exp.Select, str] | None:
+    """(the derived table's SELECT, its alias) when the SELECT filters (WHERE, no join) a derived table that is a
+    `SELECT * FROM <table> [WHERE ...]`: its rows are the table's, under the table's column names."""
+    source = select.args.get("from_")
+    if (select.args.get("where") is None or source is None or select.args.get("joins")
+            or select.args.get("laterals")):
+        return None
+    sub = source.this
+    if not isinstance(sub, exp.Subquery) or not sub.alias or not isinstance(sub.this, exp.Select):
+        return None
+    inner = sub.this
+    if set(k for k, v in inner.args.items() if v) - {"expressions", "from_", "where"} or len(inner.expressions) != 1:
+        return None
+    return (inner, sub.alias) if type(inner.expressions[0]) is exp.Star else None
+
+
+def _no_row_of_nothing(select: exp.Select) -> bool:
+    """Whether the SELECT yields no row when its FROM yields none: not an aggregate without GROUP BY (one row), no
+    grouping sets, rollup or cube (their grand total row)."""
+    group = select.args.get("group")
+    if group is not None:
+        return set(k for k, v in group.args.items() if v) == {"expressions"} and not any(
+            isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in group.expressions)
+    return not select.args.get("having") and not any(select.find_all(exp.AggFunc))
+
+
+_LITERAL_NODES = (exp.Alias, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.Cast, exp.DataType,
+                  exp.Predicate, exp.Connector, exp.Not, exp.Neg, exp.Binary, exp.Case, exp.If, exp.Coalesce)
+
+
+def _aggregate_of_empty(tree: exp.Expression, empty: set[int]) -> str | None:
+    """`SELECT <counts> FROM (<a SELECT proven to yield no row>) alias` answered as its one row (see the module):
+    every select item aliased, made of count(...) and literals only (dbt's `count(*) != 0 as should_warn`); each
+    count is 0. None for any other shape."""
+    if not isinstance(tree, exp.Select) or set(k for k, v in tree.args.items() if v) != {"expressions", "from_"}:
+        return None
+    source = tree.args["from_"].this
+    if not isinstance(source, exp.Subquery) or id(source.this) not in empty:
+        return None
+    out, counts = [], 0
+    for e in tree.expressions:
+        if not isinstance(e, exp.Alias):
+            return None  # Spark's name for an expression would have to be reproduced
+        e = e.copy()
+        for agg in list(e.find_all(exp.Count)):
+            if agg.args.get("big_int") is False:
+                return None
+            counts += 1
+            agg.replace(exp.cast(exp.Literal.number(0), "BIGINT"))
+        if any(not isinstance(n, _LITERAL_NODES) for n in e.walk()):
+            return None  # a column outside a count, another aggregate, a function, a window, a subquery
+        out.append(e)
+    if not counts:
+        return None  # no aggregate: no row, not one
+    return exp.select(*out).sql(dialect="spark") + ONE_ROW
 
 
 def _column(node: exp.Expression, columns: dict[str, Column], qualifier: str) -> Column | None:
