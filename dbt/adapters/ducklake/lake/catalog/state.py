@@ -413,7 +413,11 @@ def load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: s
         views[(schema.name, name)] = ViewInfo(
             vid, db.dialect.read_uuid(vuuid), sid, schema.name, name, dialect, sql, aliases or "", begin, tags[vid]
         )
-    return LakeState(db, snapshot, data_path, schemas, tables, views)
+    state = LakeState(db, snapshot, data_path, schemas, tables, views)
+    # a table without an inlined-data table has no inlined row: known now, so its readers open no catalog connection
+    inlined = {r[0] for r in db.query(conn, "SELECT DISTINCT table_id FROM {p}ducklake_inlined_data_tables", {})}
+    state._inlined.update((t.table_id, []) for t in tables.values() if t.table_id not in inlined)
+    return state
 
 
 def load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:
