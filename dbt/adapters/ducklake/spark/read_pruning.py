@@ -44,11 +44,11 @@ from sqlglot.tokens import Token, TokenType
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import UnsupportedTypeError
 from ..lake.read.inlined import read_inlined
-from ..lake.read.pruning import And
+from ..lake.read.pruning import And, Predicate
 from ..lake.read.scan import plan_scan, row_count
 from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
-from .names import table_refs
+from .names import SPARK_SQL_TAG, table_refs
 from .predicates import column_ref, to_predicate, unparen
 from .scan import plan_sql
 from .session import is_classic
@@ -207,6 +207,7 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     tnode = source.this
     table = _plain_table(state, tnode)
     if table is None:
+        _prove_empty_through_views(state, tnode, where, also, owner or select, empty)
         return []
     qualifier = tnode.alias or tnode.name
     columns = {c.name.lower(): c for c in table.columns}
@@ -249,6 +250,87 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     start, end = tnode.args["db"].meta["start"], tnode.this.meta["end"] + 1
     edits.append((start, end, view if tnode.alias else f"{view} AS {ident(tnode.name)}"))
     return edits
+
+
+_NOT_A_COLUMN = "__ducklake_not_a_column"  # a name no table has: conditions on it translate to nothing
+_VIEW_DEPTH = 4
+
+
+def _prove_empty_through_views(state: LakeState, tnode: exp.Expression, where: exp.Where | None,
+                               also: tuple[exp.Expression, str] | None, owner: exp.Select, empty: set[int]) -> None:
+    """Put owner into empty when its FROM item is a lake view that projects plain columns of one lake table
+    (through nested views too, each maybe filtered) and no file of that table can hold a row meeting the views'
+    conditions and these (dbt's data tests of view models): the read itself stays as written."""
+    found = _projection_of(state, tnode, 0)
+    if found is None or not _no_row_of_nothing(owner):
+        return
+    table, names, known = found
+    qualifier = tnode.alias_or_name
+    for condition, q in ((where.this if where is not None else None, qualifier), also or (None, "")):
+        if condition is not None:
+            pred = to_predicate(_renamed(condition, q, names).sql(dialect="spark"), table.columns)
+            known = known + ([pred] if pred is not None else [])
+    if not known:
+        return
+    plan = plan_scan(state, table, known[0] if len(known) == 1 else And(tuple(known)), positions=False)
+    if not plan.files and not any(len(x) for x in read_inlined(state, table, with_rowid=False)):
+        empty.add(id(owner))
+
+
+def _projection_of(state: LakeState, tnode: exp.Expression, depth: int
+                   ) -> tuple[TableInfo, dict[str, str], list[Predicate]] | None:
+    """(the lake table, the relation's column names (lower) -> the table's columns, conditions on the table's
+    columns its rows meet) when the FROM item is a lake table, or a lake view `SELECT <columns [AS name]> | *
+    FROM <such a relation> [WHERE ...]`; None for anything else."""
+    table = _plain_table(state, tnode)
+    if table is not None:
+        return table, {c.name.lower(): c.name for c in table.columns}, []
+    if depth >= _VIEW_DEPTH or not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
+            k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
+        return None
+    view = ci_lookup(state.views, (tnode.db, tnode.name))
+    if view is None or view.column_aliases:
+        return None  # not a view, or its columns renamed by position
+    try:
+        sel = sqlglot.parse_one(view.tags.get(SPARK_SQL_TAG) or view.sql, read="spark")  # as names.py registers it
+    except (ParseError, TokenError, ValueError):
+        return None
+    if not isinstance(sel, exp.Select) or set(k for k, v in sel.args.items() if v) - {"expressions", "from_", "where"}:
+        return None
+    inner = _projection_of(state, sel.args["from_"].this, depth + 1)
+    if inner is None:
+        return None
+    table, names, known = inner
+    qualifier = sel.args["from_"].this.alias_or_name
+    out: dict[str, str] = {}
+    for e in sel.expressions:
+        if type(e) is exp.Star:
+            for k, v in names.items():
+                out[k] = _NOT_A_COLUMN if k in out else v
+            continue
+        ref = column_ref(e.this if isinstance(e, exp.Alias) else e)
+        if ref is None or (ref[0] is not None and ref[0].lower() != qualifier.lower()) or ref[1].lower() not in names:
+            return None  # an expression: its values are not the table's
+        key = e.alias_or_name.lower()
+        out[key] = _NOT_A_COLUMN if key in out else names[ref[1].lower()]  # a repeated name is ambiguous
+    where = sel.args.get("where")
+    if where is not None:
+        pred = to_predicate(_renamed(where.this, qualifier, names).sql(dialect="spark"), table.columns)
+        known = known + ([pred] if pred is not None else [])
+    return table, out, known
+
+
+def _renamed(condition: exp.Expression, qualifier: str, names: dict[str, str]) -> exp.Expression:
+    """The condition with the relation's column references (bare or by qualifier) as the table's unqualified
+    column names; a name the relation lacks, or another relation's column, becomes one no table has."""
+    def rename(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            q = node.table
+            mine = (not q or q.lower() == qualifier.lower()) and not node.args.get("db")
+            name = names.get(node.name.lower(), _NOT_A_COLUMN) if mine else _NOT_A_COLUMN
+            return exp.column(name, quoted=True)
+        return node
+    return condition.copy().transform(rename)
 
 
 def _star_subquery(select: exp.Select) -> tuple[exp.Select, str] | None:
