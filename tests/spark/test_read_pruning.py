@@ -434,3 +434,25 @@ def test_a_view_with_column_aliases_is_not_expanded(spark: SparkSession, views: 
     _, lk = views
     st = LakeNames(spark, lk).refresh([("main", "m")])
     assert "__ducklake_one" not in prune_query(spark, st, _TEST.format(inner="select n from main.vm_alias where n is null")).sql
+
+
+def test_a_column_added_later_is_null_in_older_files(spark: SparkSession, tmp_path) -> None:
+    """Files written before a column was added hold no statistics for it: its NULLs there are not proven absent."""
+    catalog = f"duckdb:///{tmp_path}/added.ducklake"
+    with reference.attached(catalog, data_path=f"{tmp_path}/data/") as con:
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        con.execute("CREATE TABLE lake.a (id BIGINT)")
+        con.execute("INSERT INTO lake.a SELECT range FROM range(5)")
+        con.execute("ALTER TABLE lake.a ADD COLUMN c INTEGER")
+        con.execute("ALTER TABLE lake.a ADD COLUMN d INTEGER DEFAULT 7")
+        con.execute("INSERT INTO lake.a SELECT range, 1, 2 FROM range(5, 8)")
+    lk = DuckLake.open(catalog)
+    try:
+        st = LakeNames(spark, lk).refresh([("main", "a")])
+        for column, nulls in (("c", 5), ("d", 0)):
+            sql = _TEST.format(inner=f"select {column} from main.a where {column} is null")
+            with pruned_reads(spark, st, sql) as q:
+                df = spark.sql(q.sql)
+            assert [tuple(r) for r in df.collect()] == [(nulls, nulls != 0, nulls != 0)] == _duckdb(catalog, sql)
+    finally:
+        lk.close()
