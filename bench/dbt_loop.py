@@ -140,6 +140,10 @@ def run_variant(variant: str, root: Path, args: argparse.Namespace) -> dict[str,
         "nodes_s": {p: round(sum(v["nodes"].values()), 2) for p, v in phases.items()},
         "total_s": round(sum(v["wall_s"] for v in phases.values()), 2),
         "median_test_node_s": median_of(phases["test"]["nodes"], "test."),
+        # per generic test: a not_null test the statistics answer needs no Spark job
+        "median_test_node_s_by_test": {k: median_of({u: t for u, t in phases["test"]["nodes"].items()
+                                                     if u.split(".")[2].startswith(k)}, "test.")
+                                       for k in ("not_null", "unique", "accepted_values")},
         "median_table_model_s": median_of(phases["run"]["nodes"], "model.", tables),
         "median_seed_s": median_of(phases["seed"]["nodes"], "seed."),
     }

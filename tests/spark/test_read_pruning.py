@@ -319,6 +319,9 @@ _TEST = ("select count(*) as failures, count(*) != 0 as should_warn, count(*) !=
 @pytest.mark.parametrize("inner", ["select id from main.m where id is null",
                                    "select * from main.k where id is null limit 10",  # a delete file
                                    "select d, count(*) as n from main.m x where x.tz is null group by d",
+                                   # inlined rows without a NULL there (decided on the rows)
+                                   "select id from main.t where id is null",
+                                   "select id from main.k2 where id is null",
                                    # dbt's `where` config
                                    "select n from (select * from main.m where n > 0) dbt_subquery where id is null",
                                    "select * from (select * from main.m) dbt_subquery where dbt_subquery.id > 5000"])
@@ -329,8 +332,8 @@ def test_counts_over_a_read_pruned_to_nothing_need_no_read_and_no_job(spark: Spa
     column names and types."""
     catalog, lk = lake
     sql = _TEST.format(inner=inner)
-    st = LakeNames(spark, lk).refresh([("main", "m"), ("main", "k")])
-    files = [f.path for name in ("m", "k") for f in st.files(st.table("main", name))]
+    st = LakeNames(spark, lk).refresh([("main", n) for n in ("m", "k", "t", "k2")])
+    files = [f.path for name in ("m", "k", "t", "k2") for f in st.files(st.table("main", name))]
     q = prune_query(spark, st, sql)
     sc = spark.sparkContext
     for f in files:
@@ -352,8 +355,8 @@ def test_counts_over_a_read_pruned_to_nothing_need_no_read_and_no_job(spark: Spa
 
 @pytest.mark.parametrize("sql", [
     _TEST.format(inner="select n from main.m where n is null"),  # NULLs in the file: read
-    _TEST.format(inner="select id from main.t where id is null"),  # inlined rows: the stats do not cover them
-    _TEST.format(inner="select id from main.k2 where id is null"),
+    _TEST.format(inner="select label from main.t where label is null"),  # an inlined row's NULL
+    _TEST.format(inner="select id from main.t where id is null or id > 999"),  # inlined rows: not decided
     "select count(*) as c from (select count(*) as n from main.m where id is null) x",  # one row, not none
     "select count(*) as c from (select id, count(*) as n from main.m where id is null group by rollup(id)) x",
     "select count(*) as c from (select id, count(*) as n from main.m where id is null group by id, cube(id)) x",
@@ -399,6 +402,7 @@ _VIEWS = [("main", v) for v in ("vm", "vm2", "vm_expr", "vm_alias", "vt", "vm_sw
                                    "select * from main.vm2 x where x.key is null",
                                    "select * from main.vm2 where key > 1000",
                                    "select * from main.vm2 where key < 200",  # the view's own filter too
+                                   "select id from main.vt where id is null",  # inlined rows without NULL
                                    "select id from main.vm_swap where n is null",  # n is m's id: never NULL
                                    "select key from (select * from main.vm) dbt_subquery where key is null"])
 def test_counts_over_views_of_a_table_pruned_to_nothing_are_answered(spark: SparkSession, views: tuple[str, DuckLake],
@@ -417,7 +421,7 @@ def test_counts_over_views_of_a_table_pruned_to_nothing_are_answered(spark: Spar
 @pytest.mark.parametrize("inner", ["select n from main.vm where n is null",  # NULLs in the file
                                    "select key from main.vm_expr where key is null",  # an expression
                                    "select id from main.vm_swap where id is null",  # m's n: NULLs
-                                   "select id from main.vt where id is null",  # inlined rows
+                                   "select label from main.vt where label is null",  # an inlined NULL
                                    "select * from main.vm where key < 210"])
 def test_other_views_are_left_to_spark(spark: SparkSession, views: tuple[str, DuckLake], inner: str) -> None:
     _, lk = views

@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import sqlglot
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -44,7 +45,7 @@ from sqlglot.tokens import Token, TokenType
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import UnsupportedTypeError
 from ..lake.read.inlined import read_inlined
-from ..lake.read.pruning import And, Predicate
+from ..lake.read.pruning import And, IsNull, Or, Predicate
 from ..lake.read.scan import plan_scan, row_count
 from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
@@ -234,12 +235,13 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     known = [p for p in parts if p is not None]
     if not known:
         return edits
-    plan = plan_scan(state, table, known[0] if len(known) == 1 else And(tuple(known)), positions=False)
-    if not plan.pruned:
-        return edits
-    nothing = not plan.files and not any(len(x) for x in read_inlined(state, table, with_rowid=False))
+    predicate = known[0] if len(known) == 1 else And(tuple(known))
+    plan = plan_scan(state, table, predicate, positions=False)
+    nothing = not plan.files and _no_inlined_match(state, table, predicate)
     if nothing and _no_row_of_nothing(owner or select):
         empty.add(id(owner or select))
+    if not plan.pruned and not nothing:
+        return edits
     if inline or nothing:  # nothing: a derived table of no row costs Spark no view (and no analysis of one)
         view = f"({plan_sql(spark, state, table, plan)})"
     else:
@@ -272,9 +274,31 @@ def _prove_empty_through_views(state: LakeState, tnode: exp.Expression, where: e
             known = known + ([pred] if pred is not None else [])
     if not known:
         return
-    plan = plan_scan(state, table, known[0] if len(known) == 1 else And(tuple(known)), positions=False)
-    if not plan.files and not any(len(x) for x in read_inlined(state, table, with_rowid=False)):
+    predicate = known[0] if len(known) == 1 else And(tuple(known))
+    plan = plan_scan(state, table, predicate, positions=False)
+    if not plan.files and _no_inlined_match(state, table, predicate):
         empty.add(id(owner))
+
+
+def _no_inlined_match(state: LakeState, table: TableInfo, predicate: Predicate) -> bool:
+    """Whether no inlined row of the table satisfies the predicate, decided on the rows for IS [NOT] NULL of a
+    top-level column (and AND / OR of such); any other condition may match a row."""
+    columns = {c.name.lower(): c for c in table.columns}
+
+    def none(p: Predicate, rows: pa.Table) -> bool:
+        if isinstance(p, IsNull):
+            col = columns.get(p.column.lower())
+            if col is None or col.is_nested or col.name not in rows.column_names:
+                return False
+            nulls = rows.column(col.name).null_count
+            return nulls == len(rows) if p.negated else nulls == 0
+        if isinstance(p, And):
+            return any(none(x, rows) for x in p.parts)
+        if isinstance(p, Or):
+            return all(none(x, rows) for x in p.parts)
+        return False
+
+    return all(none(predicate, rows) for rows in read_inlined(state, table, with_rowid=False) if len(rows))
 
 
 def _projection_of(state: LakeState, tnode: exp.Expression, depth: int

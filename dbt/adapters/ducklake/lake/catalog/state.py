@@ -302,12 +302,19 @@ class LakeState:
         rd = self.db.dialect.read_bool
         return {r[1]: TableColumnStats(r[0], r[1], rd(r[2]), rd(r[3]), r[4], r[5]) for r in rows}
 
-    def inlined_tables(self, table: TableInfo | int) -> list[InlinedTable]:
-        """The table's inlined-data tables, each with the columns of its schema version."""
+    def knows_inlined(self, table: TableInfo) -> bool:
+        """Whether the table's inlined-data tables are loaded (or known to be none)."""
+        return table.table_id in self._inlined
+
+    def inlined_tables(self, table: TableInfo | int, conn: Connection | None = None) -> list[InlinedTable]:
+        """The table's inlined-data tables, each with the columns of its schema version (read in conn when given)."""
         tid = table.table_id if isinstance(table, TableInfo) else table
         if tid not in self._inlined:
-            with self.db.read() as conn:
+            if conn is not None:
                 self._inlined[tid] = load_inlined_tables(self.db, conn, tid)
+            else:
+                with self.db.read() as c:
+                    self._inlined[tid] = load_inlined_tables(self.db, c, tid)
         return self._inlined[tid]
 
     def name_mappings(self, table: TableInfo | int) -> dict[int, NameMapping]:

@@ -36,11 +36,11 @@ def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, hi
 
 
 def _read(state: LakeState, table: TableInfo, with_rowid: bool, history: bool, only: str | None) -> list[pa.Table]:
-    tables = [t for t in state.inlined_tables(table) if only is None or t.table_name == only]
-    if not tables:
-        return []
+    if state.knows_inlined(table) and not state.inlined_tables(table):
+        return []  # known to have none: no connection
     out = []
-    with state.db.read() as conn:
+    with state.db.read() as conn:  # one connection for the list of inlined-data tables and their rows
+        tables = [t for t in state.inlined_tables(table, conn) if only is None or t.table_name == only]
         for it in tables:
             names = [c.name for c in it.columns]
             quoted = ['"' + c.name.replace('"', '""') + '"' for c in it.columns]
