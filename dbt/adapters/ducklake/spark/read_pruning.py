@@ -236,8 +236,9 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     if not known:
         return edits
     predicate = known[0] if len(known) == 1 else And(tuple(known))
-    plan = plan_scan(state, table, predicate, positions=False)
-    nothing = not plan.files and _no_inlined_match(state, table, predicate)
+    with _one_catalog_read(state, table):
+        plan = plan_scan(state, table, predicate, positions=False)
+        nothing = not plan.files and _no_inlined_match(state, table, predicate)
     if nothing and _no_row_of_nothing(owner or select):
         empty.add(id(owner or select))
     if not plan.pruned and not nothing:
@@ -255,7 +256,7 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
 
 
 _NOT_A_COLUMN = "__ducklake_not_a_column"  # a name no table has: conditions on it translate to nothing
-_VIEW_DEPTH = 4
+_VIEW_DEPTH = 16  # views of views: dbt's staging and intermediate layers
 
 
 def _prove_empty_through_views(state: LakeState, tnode: exp.Expression, where: exp.Where | None,
@@ -275,9 +276,16 @@ def _prove_empty_through_views(state: LakeState, tnode: exp.Expression, where: e
     if not known:
         return
     predicate = known[0] if len(known) == 1 else And(tuple(known))
-    plan = plan_scan(state, table, predicate, positions=False)
-    if not plan.files and _no_inlined_match(state, table, predicate):
-        empty.add(id(owner))
+    with _one_catalog_read(state, table):
+        plan = plan_scan(state, table, predicate, positions=False)
+        if not plan.files and _no_inlined_match(state, table, predicate):
+            empty.add(id(owner))
+
+
+def _one_catalog_read(state: LakeState, table: TableInfo) -> contextlib.AbstractContextManager[None]:
+    """The table's files and inlined rows read in one catalog connection when its files are not loaded yet (a
+    DuckDB-file catalog costs a database open per connection)."""
+    return contextlib.nullcontext() if state.files_loaded(table) else state.db.reading()
 
 
 def _no_inlined_match(state: LakeState, table: TableInfo, predicate: Predicate) -> bool:

@@ -302,6 +302,9 @@ class LakeState:
         rd = self.db.dialect.read_bool
         return {r[1]: TableColumnStats(r[0], r[1], rd(r[2]), rd(r[3]), r[4], r[5]) for r in rows}
 
+    def files_loaded(self, table: TableInfo) -> bool:
+        return table.table_id in self._files
+
     def knows_inlined(self, table: TableInfo) -> bool:
         """Whether the table's inlined-data tables are loaded (or known to be none)."""
         return table.table_id in self._inlined
