@@ -390,6 +390,7 @@ def views(lake: tuple[str, DuckLake]) -> tuple[str, DuckLake]:
         tx.create_view("main", "vm2", "SELECT * FROM main.vm WHERE key >= 200")
         tx.create_view("main", "vm_expr", "SELECT id + 0 AS key FROM main.m")
         tx.create_view("main", "vm_alias", "SELECT id FROM main.m", column_aliases=["n"])
+        tx.create_view("main", "vm_alias2", "SELECT id, n, amt FROM main.m", column_aliases=["k", "id"])
         tx.create_view("main", "vt", "SELECT id, label FROM main.t")
         tx.create_view("main", "vm_swap", "SELECT n AS id, id AS n FROM main.m")
     return catalog, lk
@@ -460,3 +461,16 @@ def test_a_column_added_later_is_null_in_older_files(spark: SparkSession, tmp_pa
             assert [tuple(r) for r in df.collect()] == [(nulls, nulls != 0, nulls != 0)] == _duckdb(catalog, sql)
     finally:
         lk.close()
+
+
+@pytest.mark.parametrize(("view", "columns"), [("vm_alias", ["n"]), ("vm_alias2", ["k", "id", "amt"])])
+def test_view_column_aliases_rename_by_position(spark: SparkSession, views: tuple[str, DuckLake], view: str,
+                                                columns: list[str]) -> None:
+    """A DuckLake view's column aliases rename its first columns (the rest keep theirs), as DuckDB reads it."""
+    catalog, lk = views
+    LakeNames(spark, lk).refresh([("main", view)])
+    got = spark.sql(f"SELECT * FROM main.{view}")
+    assert got.columns == columns
+    assert sorted((tuple(r) for r in got.collect()), key=repr) == _duckdb(catalog, f"SELECT * FROM main.{view}")
+    with reference.attached(catalog) as con:
+        assert [d[0] for d in con.execute(f"SELECT * FROM lake.main.{view}").description] == columns

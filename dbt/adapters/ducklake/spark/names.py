@@ -8,6 +8,7 @@ Spark view, so a dropped table fails to resolve instead of showing stale rows.
 
 from __future__ import annotations
 
+import csv
 import threading
 import time
 from collections.abc import Collection, Iterable
@@ -56,6 +57,15 @@ class StagedReader(Protocol):
     def touched(self) -> Collection[tuple[str, str]]: ...
 
     def read_sql(self, schema: str, name: str) -> str | None: ...
+
+
+def aliased_sql(spark: SparkSession, sql: str, column_aliases: str) -> str:
+    """A DuckLake view's SQL with its column aliases applied (`CREATE VIEW v(a, b) AS ...`, stored as '"a","b"'): the
+    first columns renamed by position, the rest keep their names, as DuckDB reads the view."""
+    aliases = next(csv.reader([column_aliases], skipinitialspace=True), [])
+    columns = spark.sql(sql).columns  # the names the aliases do not cover
+    names = [aliases[i] if i < len(aliases) else c for i, c in enumerate(columns)]
+    return f"SELECT * FROM ({sql}) AS __ducklake_view({', '.join(ident(n) for n in names)})"
 
 
 class LakeNames:
@@ -198,6 +208,8 @@ class LakeNames:
             for ref in table_refs(sql):  # what the view reads must resolve too
                 if ref != key:
                     self._refresh_one(st, *ref)
+            if view.column_aliases:
+                sql = aliased_sql(self.spark, sql, view.column_aliases)
         else:
             if key in self._registered:
                 self.forget(schema, name)
