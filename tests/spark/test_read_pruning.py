@@ -393,10 +393,11 @@ def views(lake: tuple[str, DuckLake]) -> tuple[str, DuckLake]:
         tx.create_view("main", "vm_alias2", "SELECT id, n, amt FROM main.m", column_aliases=["k", "id"])
         tx.create_view("main", "vt", "SELECT id, label FROM main.t")
         tx.create_view("main", "vm_swap", "SELECT n AS id, id AS n FROM main.m")
+        tx.create_view("main", "v_literals", "SELECT 'vm' AS tablename")  # no FROM (dbt's alias tests)
     return catalog, lk
 
 
-_VIEWS = [("main", v) for v in ("vm", "vm2", "vm_expr", "vm_alias", "vt", "vm_swap", "m", "t")]
+_VIEWS = [("main", v) for v in ("vm", "vm2", "vm_expr", "vm_alias", "vt", "vm_swap", "v_literals", "m", "t")]
 
 
 @pytest.mark.parametrize("inner", ["select key from main.vm where key is null",
@@ -423,7 +424,8 @@ def test_counts_over_views_of_a_table_pruned_to_nothing_are_answered(spark: Spar
                                    "select key from main.vm_expr where key is null",  # an expression
                                    "select id from main.vm_swap where id is null",  # m's n: NULLs
                                    "select label from main.vt where label is null",  # an inlined NULL
-                                   "select * from main.vm where key < 210"])
+                                   "select * from main.vm where key < 210",
+                                   "select tablename from main.v_literals where tablename != 'vm'"])
 def test_other_views_are_left_to_spark(spark: SparkSession, views: tuple[str, DuckLake], inner: str) -> None:
     _, lk = views
     sql = _TEST.format(inner=inner)

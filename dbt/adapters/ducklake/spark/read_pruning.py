@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import itertools
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ from .types import to_spark
 _COMPARE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 _TABLE_ARGS = frozenset({"this", "db", "alias"})  # a plain `schema.table [alias]`: no time travel, sample, hints
 _views = itertools.count()
+_log = logging.getLogger(__name__)
 # a one-row local relation: Spark folds a projection of literals over it on the driver (no job; a FROM-less SELECT
 # scans its one-row relation in a job)
 ONE_ROW = " FROM VALUES (0) AS __ducklake_one(__ducklake_one)"
@@ -134,7 +136,11 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
                                            also=(select.args["where"].this, star[1]), owner=select)
                 else:
                     edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline, empty)
-            answered = _aggregate_of_empty(tree, empty)
+            try:
+                answered = _aggregate_of_empty(tree, empty)
+            except (KeyError, AttributeError, TypeError, ValueError):
+                _log.debug("not answered (unexpected shape)", exc_info=True)  # Spark runs the query as written
+                answered = None
             if answered is not None:
                 for v in out.views:
                     spark.catalog.dropTempView(v)
@@ -208,7 +214,10 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     tnode = source.this
     table = _plain_table(state, tnode)
     if table is None:
-        _prove_empty_through_views(state, tnode, where, also, owner or select, empty)
+        try:
+            _prove_empty_through_views(state, tnode, where, also, owner or select, empty)
+        except (KeyError, AttributeError, TypeError, ValueError, ParseError, TokenError):
+            _log.debug("not proven empty (unexpected shape)", exc_info=True)  # an optimization never fails a query
         return []
     qualifier = tnode.alias or tnode.name
     columns = {c.name.lower(): c for c in table.columns}
@@ -327,8 +336,9 @@ def _projection_of(state: LakeState, tnode: exp.Expression, depth: int
         sel = sqlglot.parse_one(view.tags.get(SPARK_SQL_TAG) or view.sql, read="spark")  # as names.py registers it
     except (ParseError, TokenError, ValueError):
         return None
-    if not isinstance(sel, exp.Select) or set(k for k, v in sel.args.items() if v) - {"expressions", "from_", "where"}:
-        return None
+    if (not isinstance(sel, exp.Select) or sel.args.get("from_") is None
+            or set(k for k, v in sel.args.items() if v) - {"expressions", "from_", "where"}):
+        return None  # not a plain SELECT ... FROM (a FROM-less view of literals, a join, an aggregate, ...)
     inner = _projection_of(state, sel.args["from_"].this, depth + 1)
     if inner is None:
         return None
