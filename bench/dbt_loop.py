@@ -102,6 +102,14 @@ def run_phase(root: Path, phase: str, env: dict[str, str] | None = None) -> dict
     return {"wall_s": wall, "nodes": nodes}
 
 
+def test_kind(uid: str) -> str | None:
+    """A data test's generic test (not_null, unique, accepted_values, relationships, other), from its unique id."""
+    if not uid.startswith("test."):
+        return None
+    name = uid.split(".")[2]
+    return next((k for k in ("not_null", "unique", "accepted_values", "relationships") if name.startswith(k)), "other")
+
+
 def median_of(nodes: dict[str, float], prefix: str, names: set[str] | None = None) -> float | None:
     xs = [t for uid, t in nodes.items() if uid.startswith(prefix) and (names is None or uid.split(".")[-1] in names)]
     return statistics.median(xs) if xs else None
@@ -142,7 +150,7 @@ def run_variant(variant: str, root: Path, args: argparse.Namespace) -> dict[str,
         "median_test_node_s": median_of(phases["test"]["nodes"], "test."),
         # per generic test: a not_null test the statistics answer needs no Spark job
         "median_test_node_s_by_test": {k: median_of({u: t for u, t in phases["test"]["nodes"].items()
-                                                     if u.split(".")[2].startswith(k)}, "test.")
+                                                     if test_kind(u) == k}, "test.")
                                        for k in ("not_null", "unique", "accepted_values")},
         "median_table_model_s": median_of(phases["run"]["nodes"], "model.", tables),
         "median_seed_s": median_of(phases["seed"]["nodes"], "seed."),

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.dbt_loop import KINDS, write_project
+from bench.dbt_loop import KINDS, test_kind, write_project
 
 PHASES = ["seed", "run", "test", "run"]
 # the exclusive time categories, in the order of the table
@@ -354,14 +354,6 @@ def node_kind(uid: str, materialized: dict[str, str], phase_index: int) -> str:
         kind = f"{materialized.get(uid, '?')} model"
         return kind + (" (rerun)" if phase_index == 3 else "")
     return uid.split(".")[0]
-
-
-def test_kind(uid: str) -> str | None:
-    """A data test's generic test (not_null, unique, accepted_values), from its unique id."""
-    if not uid.startswith("test."):
-        return None
-    name = uid.split(".")[2]
-    return next((k for k in ("not_null", "unique", "accepted_values", "relationships") if name.startswith(k)), "other")
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -22,7 +22,7 @@ from sqlglot.errors import ParseError
 
 from ..lake.catalog.state import LakeState
 from ..lake.read.inlined import read_inlined
-from ..lake.read.pruning import And, Compare, InValues, Predicate
+from ..lake.read.pruning import And, Compare, InValues, Predicate, all_of
 from ..lake.read.scan import plan_scan
 from ..lake.records import Column, TableInfo
 from ..lake.write.datafiles import DataFileSpec
@@ -345,12 +345,6 @@ def key_range_sql(info: TableInfo, keys: list[tuple[str, str]], row: tuple, alia
     return " AND ".join(terms) or None
 
 
-def _all(parts: list[Predicate]) -> Predicate | None:
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else And(tuple(parts))
-
-
 def merge_keys(spark: SparkSession, source_view: str, info: TableInfo, on: str) -> list[tuple[str, str]]:
     """The (target column, source column) pairs of the ON condition's equalities t.<col> = s.<col> whose sides have
     the same type (or both are integers), so that Spark compares source values as the target's stats do."""
@@ -388,7 +382,7 @@ def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: 
     if keys is None:
         keys = merge_keys(spark, source_view, info, on)
     parts += key_bounds(spark, source_view, keys, bounds)
-    return _all(parts)
+    return all_of(parts)
 
 
 def delete_predicate(spark: SparkSession, info: TableInfo, condition: str | None) -> Predicate | None:
@@ -404,7 +398,7 @@ def delete_predicate(spark: SparkSession, info: TableInfo, condition: str | None
     try:
         terms = conjuncts(condition)
     except (ParseError, ValueError):
-        return _all(parts)
+        return all_of(parts)
     for term in map(unparen, terms):
         query = term.args.get("query") if isinstance(term, exp.In) else None
         if query is None:
@@ -423,7 +417,7 @@ def delete_predicate(spark: SparkSession, info: TableInfo, condition: str | None
         keys = [(target[r[1].lower()].name, a) for r, a, t in zip(refs, aliases, types, strict=False)  # type: ignore[index]
                 if _comparable(target.get(r[1].lower()), t)]  # type: ignore[index]
         parts += key_bounds(spark, relation, keys)
-    return _all(parts)
+    return all_of(parts)
 
 
 @dataclass(frozen=True)

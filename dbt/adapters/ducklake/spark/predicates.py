@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..lake.read.pruning import And, Compare, InValues, IsNull, Or, Predicate
+from ..lake.read.pruning import And, Compare, InValues, IsNull, Or, Predicate, all_of
 from ..lake.records import Column
 from ..lake.types import INT_RANGES, parse_type
 
@@ -76,7 +76,7 @@ class _Translator:
         node = unparen(node)
         if isinstance(node, exp.And):
             parts = [p for p in (self.translate(x) for x in node.flatten()) if p is not None]
-            return None if not parts else parts[0] if len(parts) == 1 else And(tuple(parts))
+            return all_of(parts)
         if isinstance(node, exp.Or):
             alts = [self.translate(x) for x in node.flatten()]
             return None if any(a is None for a in alts) else Or(tuple(a for a in alts if a is not None))

@@ -46,8 +46,8 @@ from sqlglot.tokens import Token, TokenType
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import UnsupportedTypeError
 from ..lake.read.inlined import read_inlined
-from ..lake.read.pruning import And, IsNull, Or, Predicate
-from ..lake.read.scan import plan_scan, row_count
+from ..lake.read.pruning import And, IsNull, Or, Predicate, all_of
+from ..lake.read.scan import ScanPlan, plan_scan, row_count
 from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
 from .names import SPARK_SQL_TAG, table_refs
@@ -241,13 +241,10 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     parts = [to_predicate(condition.sql(dialect="spark"), table.columns, (None, qualifier))]
     if also is not None:
         parts.append(to_predicate(also[0].sql(dialect="spark"), table.columns, (None, also[1])))
-    known = [p for p in parts if p is not None]
-    if not known:
+    predicate = all_of([p for p in parts if p is not None])
+    if predicate is None:
         return edits
-    predicate = known[0] if len(known) == 1 else And(tuple(known))
-    with _one_catalog_read(state, table):
-        plan = plan_scan(state, table, predicate, positions=False)
-        nothing = not plan.files and _no_inlined_match(state, table, predicate)
+    plan, nothing = _plan_or_nothing(state, table, predicate)
     if nothing and _no_row_of_nothing(owner or select):
         empty.add(id(owner or select))
     if not plan.pruned and not nothing:
@@ -282,19 +279,18 @@ def _prove_empty_through_views(state: LakeState, tnode: exp.Expression, where: e
         if condition is not None:
             pred = to_predicate(_renamed(condition, q, names).sql(dialect="spark"), table.columns)
             known = known + ([pred] if pred is not None else [])
-    if not known:
-        return
-    predicate = known[0] if len(known) == 1 else And(tuple(known))
-    with _one_catalog_read(state, table):
+    predicate = all_of(known)
+    if predicate is not None and _plan_or_nothing(state, table, predicate)[1]:
+        empty.add(id(owner))
+
+
+def _plan_or_nothing(state: LakeState, table: TableInfo, predicate: Predicate) -> tuple[ScanPlan, bool]:
+    """The table's files the predicate may match, and whether no row can (no such file, no inlined row): files and
+    inlined rows read in one catalog connection when the files are not loaded yet (a DuckDB-file catalog costs a
+    database open per connection)."""
+    with contextlib.nullcontext() if state.files_loaded(table) else state.db.reading():
         plan = plan_scan(state, table, predicate, positions=False)
-        if not plan.files and _no_inlined_match(state, table, predicate):
-            empty.add(id(owner))
-
-
-def _one_catalog_read(state: LakeState, table: TableInfo) -> contextlib.AbstractContextManager[None]:
-    """The table's files and inlined rows read in one catalog connection when its files are not loaded yet (a
-    DuckDB-file catalog costs a database open per connection)."""
-    return contextlib.nullcontext() if state.files_loaded(table) else state.db.reading()
+        return plan, not plan.files and _no_inlined_match(state, table, predicate)
 
 
 def _no_inlined_match(state: LakeState, table: TableInfo, predicate: Predicate) -> bool:

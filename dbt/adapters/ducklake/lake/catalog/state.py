@@ -6,6 +6,7 @@ begin_snapshot <= S AND (end_snapshot IS NULL OR S < end_snapshot).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 from collections import defaultdict
@@ -313,11 +314,8 @@ class LakeState:
         """The table's inlined-data tables, each with the columns of its schema version (read in conn when given)."""
         tid = table.table_id if isinstance(table, TableInfo) else table
         if tid not in self._inlined:
-            if conn is not None:
-                self._inlined[tid] = load_inlined_tables(self.db, conn, tid)
-            else:
-                with self.db.read() as c:
-                    self._inlined[tid] = load_inlined_tables(self.db, c, tid)
+            with contextlib.nullcontext(conn) if conn is not None else self.db.read() as c:
+                self._inlined[tid] = load_inlined_tables(self.db, c, tid)
         return self._inlined[tid]
 
     def name_mappings(self, table: TableInfo | int) -> dict[int, NameMapping]:

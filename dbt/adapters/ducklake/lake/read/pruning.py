@@ -59,6 +59,13 @@ class Or:
 Predicate = Union[Compare, InValues, IsNull, And, Or]  # noqa: UP007 (a runtime alias, used in isinstance-free code)
 
 
+def all_of(parts: Sequence[Predicate]) -> Predicate | None:
+    """The conjunction of the parts (the part itself when one, None when none)."""
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
 def may_match(predicate: Predicate | None, data_file: DataFile, table: TableInfo) -> bool:
     """False only when the file's statistics prove that no row of it satisfies the predicate."""
     if predicate is None:
