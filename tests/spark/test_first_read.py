@@ -6,6 +6,7 @@ rows and an inlined delete of a file row."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -16,6 +17,7 @@ from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.spark import first_read, manifest
 from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.scan import register_at, table_sql
+from dbt.adapters.ducklake.spark.types import spark_schema
 from tests.support import reference
 
 FILES = 24
@@ -85,6 +87,10 @@ def test_first_read_then_manifest_equal_duckdb(spark: SparkSession, lake: tuple,
     # no manifest yet: the view registered for the first read reads through the file list (the manifest's build
     # may already have finished in the background: this small table takes a moment)
     assert first_read.MARK in names._registered[("main", "e")]
+    # the data source table was created with the table's columns (Spark did not ask the data source for them)
+    source_table = re.search(rf"`{first_read.DATABASE}`\.{first_read.MARK}\w+", names._registered[("main", "e")])[0]
+    assert [(f.name, f.dataType) for f in spark.table(source_table).schema] == [
+        (f.name, f.dataType) for f in spark_schema(table.columns)]
     got = spark.sql(f"SELECT {SPARK} FROM main.e").collect()
     assert _normal([tuple(r) for r in got]) == expected
     assert any(isinstance(r["price"], Decimal) for r in got) and len(got) == len(expected)
@@ -104,6 +110,22 @@ def test_time_travel_first_read_equals_duckdb(spark: SparkSession, lake: tuple, 
     name = register_at(spark, state, state.tables[("main", "e")])
     got = spark.sql(f"SELECT {SPARK} FROM {name}").collect()
     assert _normal([tuple(r) for r in got]) == _normal(_duckdb(catalog, marks["before_deletes"]))
+
+
+def test_registered_class_does_not_carry_the_files(lake: tuple) -> None:
+    """The class registered in the JVM (pickled, shipped to every planning worker) stays small at any file count:
+    the files are in a side file that planning reads."""
+    from pyspark import cloudpickle
+
+    table = lake[2].snapshot().tables[("main", "e")]
+    files = [(f"/lake/data/f{i}.parquet", (f"/lake/data/f{i}-delete.parquet", 7, ()), None) for i in range(10_000)]
+    listed = first_read._FileList.write("test_side_file", files)
+    source = first_read._source_class("test_side_file", spark_schema(table.columns), list(table.columns), listed, 7)
+    assert len(cloudpickle.dumps(source)) < 20_000  # 10k files in the class itself pickled to 2.2 MB
+    assert listed.read() == files
+    reader = source({}).reader(spark_schema(table.columns))
+    parts = reader.partitions()
+    assert sorted(f for p in parts for f in p.files) == sorted(files) and len(parts) == -(-10_000 // first_read.PARTITION_FILES)
 
 
 def test_not_used_for_few_files_or_other_types(spark: SparkSession, lake: tuple) -> None:

@@ -15,13 +15,24 @@ change feed keep the manifest path). Files are read by `lake.read.scan.read_data
 (field ids, defaults for columns added later, promoted types, deletes, partial files).
 
 Spark 4.0 hands a catalog table over a Python data source no options, so each table and snapshot gets a data source
-class of its own, registered under its own name, carrying its files.
+class of its own, registered under its own name. Its file list is in a side file of this process (`_FileList`), not in
+the class: a registered class is pickled into the JVM (a broadcast above 1 MB) and shipped to every planning worker
+(10k files pickle to 2.2 MB: 0.04 s to register; 100k files 22 MB: 0.3 s). Planning reads the side file on the
+driver's machine and hands each partition its files.
+
+The first registration in a JVM costs about 0.6 s whatever the class: Spark looks for installed Python data sources
+(a Python worker listing every module on its path). It is Spark's, paid once per process.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
+import os
+import pickle
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -50,6 +61,7 @@ _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _registered: set[tuple[str, str]] = set()  # (application, data source table) made by this process
 _building: dict[str, threading.Thread] = {}  # (table, snapshot, files) -> its manifest's running background build
+_side_dir: list[str] = []  # this process's folder of file lists (made on first use, removed at exit)
 
 
 def applies(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask]) -> bool:
@@ -77,10 +89,13 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
     done = (spark.sparkContext.applicationId, name)  # registered in this session (a later one starts empty)
     with _lock:
         if done not in _registered:
-            source = _source_class(name, schema, list(table.columns), files, snapshot_id)
+            source = _source_class(name, schema, list(table.columns), _FileList.write(name, files), snapshot_id)
             spark.dataSource.register(source)
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
-            spark.sql(f"CREATE TABLE IF NOT EXISTS {ident(DATABASE)}.{name} USING {name}")
+            # the columns given: Spark then takes them as the table's schema instead of starting a Python worker to
+            # ask the data source (0.8 s of the first reader's 2.3 s plan at 10k files); the query starts one anyway
+            ddl = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()  # type: ignore[union-attr]
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {ident(DATABASE)}.{name} ({ddl}) USING {name}")
             _registered.add(done)
     cols = ", ".join(ident(c.name) for c in table.columns)
     return f"SELECT {cols} FROM {ident(DATABASE)}.{name}"
@@ -114,6 +129,28 @@ def wait_for_builds(timeout: float = 600.0) -> None:
         thread.join(timeout)
 
 
+class _FileList:
+    """A data source's files, kept in a side file of this process (see the module)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @staticmethod
+    def write(name: str, files: Sequence[Any]) -> _FileList:
+        if not _side_dir:
+            _side_dir.append(tempfile.mkdtemp(prefix=f"ducklake-first-read-{os.getpid()}-"))
+            atexit.register(shutil.rmtree, _side_dir[0], True)
+        path = os.path.join(_side_dir[0], f"{name}.pickle")
+        with open(f"{path}.tmp", "wb") as f:
+            pickle.dump(list(files), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(f"{path}.tmp", path)
+        return _FileList(path)
+
+    def read(self) -> list[Any]:
+        with open(self.path, "rb") as f:
+            return pickle.load(f)
+
+
 class _Partition(InputPartition):
     def __init__(self, files: list[tuple[str, DeleteSources, int | None]]) -> None:
         super().__init__(None)
@@ -121,12 +158,13 @@ class _Partition(InputPartition):
 
 
 class _Reader(DataSourceReader):
-    def __init__(self, columns: list[Column], files: Sequence[Any], schema: T.StructType, snapshot_id: int) -> None:
+    def __init__(self, columns: list[Column], files: _FileList, schema: T.StructType, snapshot_id: int) -> None:
         self.columns, self.files, self.schema, self.snapshot_id = columns, files, schema, snapshot_id
 
-    def partitions(self) -> list[_Partition]:
-        n = max(1, -(-len(self.files) // PARTITION_FILES))
-        return [_Partition(list(self.files[i::n])) for i in range(n)]
+    def partitions(self) -> list[_Partition]:  # runs on the driver's machine (Spark's planning worker)
+        files = self.files.read()
+        n = max(1, -(-len(files) // PARTITION_FILES))
+        return [_Partition(files[i::n]) for i in range(n)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
@@ -144,7 +182,7 @@ class _Reader(DataSourceReader):
                                                 schema=target).to_batches()
 
 
-def _source_class(name: str, table_schema: T.StructType, columns: list[Column], files: Sequence[Any],
+def _source_class(name: str, table_schema: T.StructType, columns: list[Column], files: _FileList,
                   snapshot_id: int) -> type[DataSource]:
     """A data source class of its own for one table at one snapshot (see the module)."""
 
