@@ -1,6 +1,8 @@
 """dbt data tests whose filter the lake's statistics prove matches no row (a not_null test on a column with no NULL
 in any file, no inlined row) are answered without reading the table (spark/read_pruning.py), through a view model
-too, and a NULL that another writer adds later, in a file or inlined, still fails them with the right count."""
+too, and a NULL that another writer adds later, in a file or inlined, still fails them with the right count. The
+generic tests that must read values (unique, accepted_values, relationships) count small tables' rows on the driver
+(spark/small_counts.py): their failures are DuckDB's counts."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from tests.support import reference
 
 ORDERS = """
 {{ config(materialized='table') }}
-select id, concat('o', id) as name, id * 2 as qty from range(0, 20, 1, 2)
+select id, concat('o', id) as name, id * 2 as qty, case when id % 2 = 0 then 'even' else 'odd' end as kind
+from range(0, 20, 1, 2)
 """
 ORDERS_V = """
 {{ config(materialized='view') }}
@@ -25,7 +28,11 @@ models:
   - name: orders_v
     columns:
       - name: order_id
-        data_tests: [not_null]
+        data_tests:
+          - not_null
+          - relationships:
+              arguments: {to: ref('orders'), field: qty}
+              config: {severity: warn}
   - name: orders
     columns:
       - name: id
@@ -36,6 +43,11 @@ models:
         data_tests:
           - not_null:
               config: {where: "id < 10"}
+      - name: kind
+        data_tests:
+          - accepted_values:
+              arguments:
+                values: ['even', 'odd']
 """
 
 
@@ -51,7 +63,8 @@ class TestDataTestsFromStatistics:
         assert {r.node.name: (str(r.status), r.failures) for r in results if r.node.resource_type == "test"} == {
             "not_null_orders_id": ("pass", 0), "unique_orders_id": ("pass", 0),
             "not_null_orders_name": ("pass", 0), "not_null_orders_qty": ("pass", 0),
-            "not_null_orders_v_order_id": ("pass", 0)}
+            "not_null_orders_v_order_id": ("pass", 0), "accepted_values_orders_kind__even__odd": ("pass", 0),
+            "relationships_orders_v_order_id__qty__ref_orders_": ("warn", 10)}  # odd ids: no such qty
         # the not_null tests read no file: with the table's files away they still pass (unique must read: error)
         data = project.adapter.config.credentials.data_path  # type: ignore[attr-defined]
         files = [os.path.join(d, f) for d, _, fs in os.walk(data) for f in fs if f.endswith(".parquet")]
@@ -65,18 +78,24 @@ class TestDataTestsFromStatistics:
                 os.rename(f + ".away", f)
         assert {r.node.name: str(r.status) for r in results} == {
             "not_null_orders_id": "pass", "unique_orders_id": "error", "not_null_orders_name": "pass",
-            "not_null_orders_qty": "pass", "not_null_orders_v_order_id": "pass"}  # the view model's too
+            "not_null_orders_qty": "pass", "not_null_orders_v_order_id": "pass",  # the view model's too
+            "accepted_values_orders_kind__even__odd": "error", "relationships_orders_v_order_id__qty__ref_orders_": "error"}
         # (the ATTACH option, not set_option: DuckDB 1.5's set_option crashes on a lake that has a view)
         with reference.attached(catalog, options={"DATA_INLINING_ROW_LIMIT": 10}) as con:
-            con.execute(f"INSERT INTO lake.{schema}.orders VALUES (100, NULL, 1), (101, NULL, NULL)")  # inlined
+            con.execute(f"INSERT INTO lake.{schema}.orders VALUES (100, NULL, 1, 'even'), (101, NULL, NULL, 'weird')")  # inlined
         with reference.attached(catalog, options={"DATA_INLINING_ROW_LIMIT": 0}) as con:
-            con.execute(f"INSERT INTO lake.{schema}.orders VALUES (NULL, 'x', NULL), (5, 'y', NULL)")  # a file
+            con.execute(f"INSERT INTO lake.{schema}.orders VALUES (NULL, 'x', NULL, NULL), (5, 'y', NULL, 'odd')")  # a file
             assert con.execute(f"SELECT count(*) FROM lake.{schema}.orders").fetchone() == (24,)
         results = run_dbt(["test"], expect_pass=False)
         assert {r.node.name: (str(r.status), r.failures) for r in results} == {
             "not_null_orders_id": ("fail", 1), "unique_orders_id": ("fail", 1),
             "not_null_orders_name": ("fail", 2), "not_null_orders_qty": ("fail", 1),
-            "not_null_orders_v_order_id": ("fail", 1)}
+            "not_null_orders_v_order_id": ("fail", 1), "accepted_values_orders_kind__even__odd": ("fail", 1),
+            "relationships_orders_v_order_id__qty__ref_orders_": ("warn", 12)}
         with reference.attached(catalog) as con:  # DuckDB counts the same
             assert con.execute(f"SELECT count(*) FILTER (WHERE name IS NULL), count(*) FILTER (WHERE qty IS NULL "
                                f"AND id < 10) FROM lake.{schema}.orders").fetchone() == (2, 1)
+            assert con.execute(f"SELECT count(DISTINCT kind) FILTER (WHERE kind NOT IN ('even', 'odd')) "
+                               f"FROM lake.{schema}.orders").fetchone() == (1,)
+            assert con.execute(f"SELECT count(*) FROM lake.{schema}.orders WHERE id IS NOT NULL AND id NOT IN "
+                               f"(SELECT qty FROM lake.{schema}.orders WHERE qty IS NOT NULL)").fetchone() == (12,)

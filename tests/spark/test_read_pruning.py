@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark import small_counts
 from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
 from tests.spark.test_pruning import _only_files
@@ -311,6 +312,13 @@ def test_dataframe_filters_skip_files_like_sql(spark: SparkSession, lake: tuple[
     assert got == sorted(r[0] for r in _duckdb(catalog, "SELECT id FROM main.t WHERE id > 340"))
 
 
+@pytest.fixture
+def statistics_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No table counts as small: what the statistics alone answer (small tables' rows are counted on the driver:
+    tests/spark/test_small_counts.py)."""
+    monkeypatch.setattr(small_counts, "SMALL_ROWS", -1)
+
+
 # dbt's data-test wrapper around a not_null test (fail_calc count(*), warn_if/error_if != 0)
 _TEST = ("select count(*) as failures, count(*) != 0 as should_warn, count(*) != 0 as should_error "
          "from ({inner}) dbt_internal_test")
@@ -369,7 +377,7 @@ def test_counts_over_a_read_pruned_to_nothing_need_no_read_and_no_job(spark: Spa
     "select count(*) as c from (select id from main.m where id is null) x group by id",
 ])
 def test_other_shapes_over_nothing_are_left_to_spark(spark: SparkSession, lake: tuple[str, DuckLake],
-                                                     sql: str) -> None:
+                                                     sql: str, statistics_only: None) -> None:
     """Spark's own answer (the unpruned query): a rollup's grand total over no row is Spark's (none; DuckDB gives
     one)."""
     _, lk = lake
@@ -426,7 +434,8 @@ def test_counts_over_views_of_a_table_pruned_to_nothing_are_answered(spark: Spar
                                    "select label from main.vt where label is null",  # an inlined NULL
                                    "select * from main.vm where key < 210",
                                    "select tablename from main.v_literals where tablename != 'vm'"])
-def test_other_views_are_left_to_spark(spark: SparkSession, views: tuple[str, DuckLake], inner: str) -> None:
+def test_other_views_are_left_to_spark(spark: SparkSession, views: tuple[str, DuckLake], inner: str,
+                                       statistics_only: None) -> None:
     _, lk = views
     sql = _TEST.format(inner=inner)
     st = LakeNames(spark, lk).refresh(_VIEWS)

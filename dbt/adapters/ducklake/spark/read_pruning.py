@@ -54,6 +54,7 @@ from .names import SPARK_SQL_TAG, table_refs
 from .predicates import column_ref, to_predicate, unparen
 from .scan import plan_sql
 from .session import is_classic
+from .small_counts import count_rows
 from .sql_literals import ident, string_literal
 from .types import to_spark
 
@@ -136,11 +137,8 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
                                            also=(select.args["where"].this, star[1]), owner=select)
                 else:
                     edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline, empty)
-            try:
-                answered = _aggregate_of_empty(tree, empty)
-            except (KeyError, AttributeError, TypeError, ValueError):
-                _log.debug("not answered (unexpected shape)", exc_info=True)  # Spark runs the query as written
-                answered = None
+        if "count" in lower:
+            answered = _aggregate_answer(tree, lambda q: 0 if id(q) in empty else _counted(state, q))
             if answered is not None:
                 for v in out.views:
                     spark.catalog.dropTempView(v)
@@ -401,31 +399,45 @@ _LITERAL_NODES = (exp.Alias, exp.Identifier, exp.Literal, exp.Boolean, exp.Null,
                   exp.Predicate, exp.Connector, exp.Not, exp.Neg, exp.Binary, exp.Case, exp.If, exp.Coalesce)
 
 
-def _aggregate_of_empty(tree: exp.Expression, empty: set[int]) -> str | None:
-    """`SELECT <counts> FROM (<a SELECT proven to yield no row>) alias` answered as its one row (see the module):
-    every select item aliased, made of count(...) and literals only (dbt's `count(*) != 0 as should_warn`); each
-    count is 0. None for any other shape."""
-    if not isinstance(tree, exp.Select) or set(k for k, v in tree.args.items() if v) != {"expressions", "from_"}:
-        return None
-    source = tree.args["from_"].this
-    if not isinstance(source, exp.Subquery) or id(source.this) not in empty:
-        return None
-    out, counts = [], 0
-    for e in tree.expressions:
-        if not isinstance(e, exp.Alias):
-            return None  # Spark's name for an expression would have to be reproduced
-        e = e.copy()
-        for agg in list(e.find_all(exp.Count)):
-            if agg.args.get("big_int") is False:
-                return None
-            counts += 1
+def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int | None]) -> str | None:
+    """`SELECT <counts> FROM (<query>) alias` answered as its one row when rows(query) knows how many rows the query
+    yields (0 when proven empty; see the module): every select item aliased, made of count(...) and literals only
+    (dbt's `count(*) != 0 as should_warn`), count(*) then being that number (any count, when it is 0). None for any
+    other shape, and when the analysis meets one it did not expect (Spark runs the query as written)."""
+    try:
+        if not isinstance(tree, exp.Select) or set(k for k, v in tree.args.items() if v) != {"expressions", "from_"}:
+            return None
+        source = tree.args["from_"].this
+        if not isinstance(source, exp.Subquery):
+            return None
+        items = [e.copy() for e in tree.expressions]
+        counts = [agg for e in items for agg in e.find_all(exp.Count)]
+        if not counts or any(not isinstance(e, exp.Alias) for e in items) or any(
+                a.args.get("big_int") is False for a in counts):
+            return None  # no aggregate (no row, not one), or an unaliased item (Spark's name for it)
+        for agg in counts:
             agg.replace(exp.cast(exp.Literal.number(0), "BIGINT"))
-        if any(not isinstance(n, _LITERAL_NODES) for n in e.walk()):
+        if any(not isinstance(n, _LITERAL_NODES) for e in items for n in e.walk()):
             return None  # a column outside a count, another aggregate, a function, a window, a subquery
-        out.append(e)
-    if not counts:
-        return None  # no aggregate: no row, not one
-    return exp.select(*out).sql(dialect="spark") + ONE_ROW
+        n = rows(source.this)
+        if n is None or (n and any(not isinstance(a.this, exp.Star) for a in counts)):
+            return None  # count(c) of rows would need their values of c
+        items = [e.copy() for e in tree.expressions]
+        for agg in [agg for e in items for agg in e.find_all(exp.Count)]:
+            agg.replace(exp.cast(exp.Literal.number(n), "BIGINT"))
+        return exp.select(*items).sql(dialect="spark") + ONE_ROW
+    except (KeyError, AttributeError, TypeError, ValueError, OSError, pa.ArrowException):
+        _log.debug("not answered (unexpected shape or data)", exc_info=True)
+        return None
+
+
+def _counted(state: LakeState, query: exp.Expression) -> int | None:
+    """How many rows the query yields, counted on the driver over small lake tables (spark/small_counts.py)."""
+    def resolve(tnode: exp.Expression) -> tuple[TableInfo, dict[str, str]] | None:
+        found = _projection_of(state, tnode, 0)
+        return (found[0], found[1]) if found is not None and not found[2] else None  # a view's WHERE: not its table
+
+    return count_rows(state, query, resolve)
 
 
 def _column(node: exp.Expression, columns: dict[str, Column], qualifier: str) -> Column | None:
