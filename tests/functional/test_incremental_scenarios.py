@@ -12,14 +12,15 @@ from dbt.tests.util import run_dbt
 
 from tests.support import reference
 
-# batch 0: ids 0..299 in three files (one per Spark partition, disjoint id ranges); later batches: vars
+# batch 0: ids 0..299,999 in three files (one per Spark partition, disjoint id ranges; more rows than a result the
+# driver collects and writes as one file: spark/local_write.SMALL_RESULT_ROWS); later batches: vars
 MERGE_MODEL = """
 {{ config(materialized='incremental', unique_key='id') }}
 {% set b = var('batch', 0) %}
 {% if b == 0 %}
-select id, 'v0' as val from range(0, 300, 1, 3)
+select id, 'v0' as val from range(0, 300000, 1, 3)
 {% elif b == 1 %}
-select id, 'v1' as val from range(10, 20, 1, 1) union all select id, 'v1' as val from range(300, 310, 1, 1)
+select id, 'v1' as val from range(10, 20, 1, 1) union all select id, 'v1' as val from range(300000, 300010, 1, 1)
 {% else %}
 select id, 'dup' as val from range(10, 12, 1, 1) union all select 10 as id, 'dup2' as val
 {% endif %}
@@ -70,10 +71,10 @@ class TestMergeOnRead:
             assert v1 == v0 + 1  # one snapshot
             rows = con.execute(f"SELECT val, count(*), min(id), max(id) FROM lake.{schema}.tgt GROUP BY val "
                                "ORDER BY val").fetchall()
-            assert rows == [("v0", 290, 0, 299), ("v1", 20, 10, 309)]
+            assert rows == [("v0", 299990, 0, 299999), ("v1", 20, 10, 300009)]
             # time travel: the snapshot before the merge is the first batch exactly
             assert con.execute(f"SELECT count(*), count(DISTINCT val) FROM lake.{schema}.tgt AT (VERSION => {v0})"
-                               ).fetchone() == (300, 1)
+                               ).fetchone() == (300000, 1)
             changes = dict(con.execute(f"SELECT change_type, count(*) FROM ducklake_table_changes('lake', "
                                        f"'{schema}', 'tgt', {v1}, {v1}) GROUP BY ALL").fetchall())
             assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}

@@ -247,11 +247,12 @@ def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: 
     source key is NULL (the filter is `false`: nothing matches, every source row is inserted)."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.ducklake.spark import write
+    from dbt.adapters.ducklake.spark import local_write, write
     from dbt.adapters.ducklake.spark.dml import key_range_sql
     from dbt.adapters.ducklake.spark.one_shot import create_table_as, merge_into
 
     monkeypatch.setitem(write._WRITER_OPTIONS, "parquet.block.size", str(64 * 1024))
+    monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", -1)  # Spark's writer (row groups), not the driver's
     rows = "SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, concat('v', id) AS v FROM range(0, 20000)"
     lakes = {}
     for name in ("ours", "theirs"):

@@ -1,5 +1,6 @@
-"""Seeds and other rows Spark evaluates on the driver are written by the lake writer, without a Spark job
-(spark/local_write): the same values DuckDB reads as from the executors' write."""
+"""Seeds and other rows Spark evaluates on the driver are written by the lake writer, without a Spark job, and small
+results are collected and written the same way (spark/local_write): the same values DuckDB reads as from the
+executors' write."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from pyspark.sql import SparkSession
 from dbt.adapters.ducklake import seeds
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.seeds import seed_dataframe
+from dbt.adapters.ducklake.spark import local_write
 from dbt.adapters.ducklake.spark.local_write import is_local
+from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.work import LakeWork
 from tests.support import reference
 from tests.support.invariants import violations
@@ -68,12 +71,17 @@ def test_a_seed_is_written_without_a_spark_job_as_the_executors_write_it(spark: 
         with LakeWork(spark, lk) as work:
             work.create_table_as("main", "by_driver", local, replace=True)
         assert _jobs(spark) == before
-        monkeypatch.setattr(seeds, "VALUES_CELLS", 0)  # as a seed too large for VALUES: the executors write it
+        LakeNames(spark, lk).refresh([("main", "by_driver")])
+        read = spark.sql("SELECT * FROM main.by_driver")  # a small result of executors' work (a read)
+        assert not is_local(read)
+        with LakeWork(spark, lk) as work:  # collected, written by the driver
+            work.create_table_as("main", "by_collect", read, replace=True)
+        assert _jobs(spark) > before
+        monkeypatch.setattr(seeds, "VALUES_CELLS", 0)  # as a seed too large for VALUES: computed by executors
         remote = seed_dataframe(spark, NAMES, ROWS, TYPES)
         assert not is_local(remote)
-        with LakeWork(spark, lk) as work:
+        with LakeWork(spark, lk) as work:  # rows of unknown size (Spark has no estimate): the executors write them
             work.create_table_as("main", "by_spark", remote, replace=True)
-        assert _jobs(spark) > before
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
@@ -85,7 +93,19 @@ def test_a_seed_is_written_without_a_spark_job_as_the_executors_write_it(spark: 
     assert len(got) == len(ROWS) and got[2][7] != got[2][7]  # NaN kept
     assert got[0][2] == dt.datetime(2024, 3, 10, 2, 30, tzinfo=got[0][2].tzinfo)  # the wall time of the gap, UTC
     assert _duckdb(catalog, "SELECT * FROM lake.main.by_driver EXCEPT SELECT * FROM lake.main.by_spark") == []
+    assert _duckdb(catalog, describe.format("by_collect")) == _duckdb(catalog, describe.format("by_spark"))
+    assert repr(_duckdb(catalog, "SELECT * FROM lake.main.by_collect ORDER BY id")) == repr(got)
+    assert _writers(catalog, "by_driver") == _writers(catalog, "by_collect") == {"parquet-cpp-arrow"}
+    assert _writers(catalog, "by_spark") == {"parquet-mr"}
     assert violations(catalog) == []
+
+
+def _writers(catalog: str, table: str) -> set[str]:
+    """The writers of the table's data files (pyarrow on the driver, parquet-mr on Spark's executors)."""
+    import pyarrow.parquet as pq
+
+    paths = _duckdb(catalog, f"SELECT data_file FROM ducklake_list_files('lake', '{table}')")
+    return {pq.ParquetFile(p).metadata.created_by.split(" version")[0] for (p,) in paths}
 
 
 def test_a_seed_value_spark_cannot_cast_fails_and_leaves_the_lake(spark: SparkSession,
@@ -105,12 +125,31 @@ def test_a_seed_value_spark_cannot_cast_fails_and_leaves_the_lake(spark: SparkSe
     assert [f for _, _, fs in os.walk(data) for f in fs if f.endswith(".parquet")] == []
 
 
-def test_other_dataframes_still_go_through_spark(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
-    _, lk = lake
-    assert not is_local(spark.range(3))
-    before = _jobs(spark)
+def test_results_not_small_go_through_spark(spark: SparkSession, lake: tuple[str, DuckLake],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small results are collected (one Spark job, not a write); a result Spark estimates larger than
+    SMALL_RESULT_BYTES, or that has more than SMALL_RESULT_ROWS rows (an estimate is no bound), is written by
+    Spark's executors. The rows are the same every way."""
+    catalog, lk = lake
+    query = spark.range(1000).selectExpr("id", "explode(sequence(0, id % 3)) AS k")  # Spark estimates 1,000 rows
+    assert not is_local(query)
     with LakeWork(spark, lk) as work:
-        work.create_table_as("main", "r", spark.range(3))
-    assert _jobs(spark) > before
-    st = lk.snapshot()
-    assert sum(f.record_count for f in st.files(st.table("main", "r"))) == 3
+        work.create_table_as("main", "small", query)
+    monkeypatch.setattr(local_write, "SMALL_RESULT_ROWS", 1999)  # the result has 1,999 rows: still small
+    with LakeWork(spark, lk) as work:
+        work.create_table_as("main", "rows_ok", query)
+    monkeypatch.setattr(local_write, "SMALL_RESULT_ROWS", 1998)
+    with LakeWork(spark, lk) as work:
+        work.create_table_as("main", "many_rows", query)
+    monkeypatch.setattr(local_write, "SMALL_RESULT_ROWS", 100_000)
+    monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", 1000)
+    with LakeWork(spark, lk) as work:
+        work.create_table_as("main", "large_estimate", query)
+    lk.close()
+    assert _writers(catalog, "small") == _writers(catalog, "rows_ok") == {"parquet-cpp-arrow"}
+    assert _writers(catalog, "many_rows") == _writers(catalog, "large_estimate") == {"parquet-mr"}
+    counts = _duckdb(catalog, "SELECT (SELECT count(*) FROM lake.main.small), (SELECT count(*) FROM lake.main.many_rows)")
+    assert counts == [(1999, 1999)]
+    for t in ("rows_ok", "many_rows", "large_estimate"):
+        assert _duckdb(catalog, f"SELECT * FROM lake.main.small EXCEPT ALL SELECT * FROM lake.main.{t}") == []
+    assert violations(catalog) == []

@@ -6,6 +6,11 @@ quarter second or more per table (seeds: one job each); the lake's own Parquet w
 layout compaction writes) takes milliseconds. Anything else (a plan that needs executors, a partitioned table, NOT
 NULL checks, types written through an encoding) goes the Spark way.
 
+A result Spark must compute with executors but that is small (Spark's estimate of the optimized plan's output at
+most SMALL_RESULT_BYTES, and at most SMALL_RESULT_ROWS rows, checked while collecting: an estimate is not a bound)
+is collected as Arrow and written the same way: one collect costs Spark less than a write job (its commit protocol
+and file moves: 0.16-0.23 s against 0.11-0.14 s for 20 rows on 2 cores), and the rows are Spark's own.
+
 On Spark Connect the optimized plan is the server's: the caller says the DataFrame is a bounded inline table
 (`bounded`: a seed's VALUES of at most `seeds.VALUES_CELLS` values), and it is collected as Arrow. The server answers a
 local table scan from the driver too (no job), in the session's time zone (UTC, `session.REQUIRED_CONF`): zoned
@@ -35,6 +40,10 @@ _ARROW = {
 }
 
 
+SMALL_RESULT_BYTES = 8 * 2**20
+SMALL_RESULT_ROWS = 100_000
+
+
 def is_local(df: DataFrame) -> bool:
     """Whether Spark computes the DataFrame on the driver: its optimized plan is a local relation."""
     plan = df._jdf.queryExecution().optimizedPlan()  # noqa: SLF001 - classic sessions only (checked by callers)
@@ -50,7 +59,7 @@ def _arrow_type(dt: T.DataType) -> pa.DataType | None:
 def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
                 bounded: bool = False) -> list[DataFileSpec] | None:
     """The conformed DataFrame's rows written as the table's data files by the driver, when Spark evaluates them on
-    the driver (see the module); None when the write must go through Spark.
+    the driver or the result is small (see the module); None when the write must go through Spark.
 
     bounded: the DataFrame is an inline table of a bounded size (a seed's VALUES), which Spark Connect may collect;
     ignored on a classic session, whose optimized plan tells."""
@@ -65,7 +74,7 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     if not classic:
         return write_data_files(table, table_dir, _connect_rows(df, types, [c.name for c in table.columns]))
     if not is_local(df):
-        return None
+        return _write_small(df, table, table_dir, types)
     # a zoned timestamp collects as the local wall time of the Python process: take its micros instead
     proj = [F.unix_micros(F.col(ident(f.name))) if isinstance(f.dataType, T.TimestampType) else F.col(ident(f.name))
             for f in fields]
@@ -80,6 +89,20 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             values = [None if v is None else bytes(v) for v in values]
         arrays.append(pa.array(values, type=t))
     data = pa.Table.from_arrays(arrays, names=[c.name for c in table.columns])
+    return write_data_files(table, table_dir, data)
+
+
+def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None]
+                 ) -> list[DataFileSpec] | None:
+    """A small result (see the module) collected as Arrow (zoned timestamps as UTC instants) and written by the
+    driver; None when Spark estimates it larger or it has more rows than that."""
+    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001 - classic sessions only
+    if (size if isinstance(size, int) else int(size.toString())) > SMALL_RESULT_BYTES:  # a Scala BigInt, or converted
+        return None
+    got = df.limit(SMALL_RESULT_ROWS + 1).toArrow()  # the limit bounds what a wrong estimate costs the driver
+    if got.num_rows > SMALL_RESULT_ROWS:
+        return None
+    data = pa.Table.from_arrays([got.column(i).cast(t) for i, t in enumerate(types)], names=[c.name for c in table.columns])
     return write_data_files(table, table_dir, data)
 
 
