@@ -94,6 +94,14 @@ class DuckLakeAdapter(SparkAdapter):
         Capability.TableLastModifiedMetadata: CapabilitySupport(support=Support.Full),
     })
 
+    def __init__(self, config: object, mp_context: object) -> None:
+        super().__init__(config, mp_context)  # type: ignore[arg-type]
+        from .runtime import prestart
+
+        creds = getattr(config, "credentials", None)
+        if isinstance(creds, DuckLakeCredentials):
+            prestart(creds)  # the JVM starts while dbt parses the project
+
     @classmethod
     def type(cls) -> str:
         return "ducklake"

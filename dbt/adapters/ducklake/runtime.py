@@ -3,6 +3,10 @@
 A SparkSession is a process-wide singleton in PySpark (one SparkContext per JVM), so dbt's threads share one; so do
 the lake handle (connections to the catalog open per operation) and the registry of Spark views. Keyed by the
 profile's catalog, data path and Spark settings; created on the first connection and kept for the process.
+
+An embedded Spark session starts in the background as soon as the adapter is made (`prestart`), for the dbt commands
+whose nodes run Spark statements: the JVM's start (2-4 s) then overlaps dbt's parse of the project instead of
+following it. The first connection takes the started session, or the start's error, as if it had started it.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,6 +51,7 @@ class Runtime:
 
 _LOCK = threading.Lock()
 _RUNTIMES: dict[tuple, Runtime] = {}
+_PRESTARTS: dict[tuple, Future] = {}  # profile key -> the session starting in the background (prestart)
 
 
 class SetupError(RuntimeError):
@@ -101,10 +108,52 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             with _component(f"the catalog {creds.catalog_display!r}", creds):
                 lake = _open_lake(creds)
             with _component(f"Spark (master {creds.master!r})", creds):
-                spark, server = _spark(creds)
+                spark, server = _started(key) or _spark(creds)
             rt = Runtime(spark, lake, LakeNames(spark, lake), server=server)  # type: ignore[arg-type]
             _RUNTIMES[key] = rt
         return rt
+
+
+# the dbt commands whose nodes run Spark statements: their embedded session starts while dbt parses the project
+PRESTART_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "retry", "clone"})
+
+
+def prestart(creds: DuckLakeCredentials) -> None:
+    """Start the profile's embedded Spark session in a background thread when this dbt command will need it (see
+    the module); a Spark Connect session (a remote or the warm local server) is quick to make and is not prestarted."""
+    if _command() not in PRESTART_COMMANDS or creds.master.startswith("sc://") or creds.server_master is not None:
+        return
+    key = _key(creds)
+    with _LOCK:
+        if key in _RUNTIMES or key in _PRESTARTS:
+            return
+        future: Future = Future()
+        _PRESTARTS[key] = future
+
+    def start() -> None:
+        try:
+            _quiet_spark_logs()
+            future.set_result(_spark(creds))
+        except BaseException as e:  # noqa: BLE001 - handed to the first connection, which reports it
+            future.set_exception(e)
+
+    threading.Thread(target=start, name="ducklake-spark-start", daemon=True).start()
+
+
+def _started(key: tuple) -> tuple[SparkSession, LocalServer | None] | None:
+    """The session prestart made for this profile (waiting for it; its error raised here), or None."""
+    future = _PRESTARTS.pop(key, None)
+    if future is None:
+        return None
+    spark, server = future.result()
+    if threading.current_thread() is threading.main_thread():
+        # as PySpark does when a session starts in the main thread: Ctrl-C cancels the running Spark jobs
+        def cancel(_signum: int, _frame: object) -> None:
+            spark.sparkContext.cancelAllJobs()
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, cancel)
+    return spark, server
 
 
 # the dbt commands that may create a lake: those that write (`dbt debug`, compile, docs, show, ls never do)
