@@ -273,9 +273,7 @@ def test_filtered_reads_on_connect_skip_files_and_give_sparks_and_duckdbs_rows(s
     drop), equal to Spark's unpruned answer and to DuckDB's; the catalog answers count(*) and max/min with every
     file away."""
     catalog = f"duckdb:///{tmp_path}/l.ducklake"
-    with reference.attached(catalog, data_path=f"{tmp_path}/data/") as con:
-        for sql in SETUP:
-            con.execute(sql)
+    reference.execute_all(catalog, SETUP, data_path=f"{tmp_path}/data/")
     result = tmp_path / "result.pickle"
     _child(server_root, "pruning", tmp_path / "child", catalog, str(result))
     got = pickle.loads(result.read_bytes())

@@ -36,9 +36,7 @@ SETUP = [
 
 
 def _build(catalog: str, data: str) -> None:
-    with reference.attached(catalog, data_path=data) as con:
-        for sql in SETUP:
-            con.execute(sql)
+    reference.execute_all(catalog, SETUP, data_path=data)
 
 
 @contextmanager

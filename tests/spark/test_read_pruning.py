@@ -54,9 +54,7 @@ SETUP = [
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, DuckLake]]:
     root = tmp_path_factory.mktemp("read_pruning")
     catalog = f"duckdb:///{root}/l.ducklake"
-    with reference.attached(catalog, data_path=f"{root}/data/") as con:
-        for sql in SETUP:
-            con.execute(sql)
+    reference.execute_all(catalog, SETUP, data_path=f"{root}/data/")
     lake = DuckLake.open(catalog)
     try:
         yield catalog, lake

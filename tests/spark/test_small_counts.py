@@ -46,9 +46,7 @@ SETUP = [
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, DuckLake]]:
     root = tmp_path_factory.mktemp("small_counts")
     catalog = f"duckdb:///{root}/l.ducklake"
-    with reference.attached(catalog, data_path=f"{root}/data/") as con:
-        for sql in SETUP:
-            con.execute(sql)
+    reference.execute_all(catalog, SETUP, data_path=f"{root}/data/")
     lake = DuckLake.open(catalog)
     with lake.transaction(commit_message="a view") as tx:
         tx.create_view("main", "pv", "SELECT id AS key, kind FROM main.p")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import duckdb
@@ -61,3 +61,10 @@ def attached(catalog: str | CatalogLocation, alias: str = "lake", **kw: object) 
         yield con
     finally:
         con.close()
+
+
+def execute_all(catalog: str | CatalogLocation, statements: Iterable[str], **kw: object) -> None:
+    """Run the statements, in order, in a fresh DuckDB with the lake attached (as `lake`)."""
+    with attached(catalog, **kw) as con:
+        for sql in statements:
+            con.execute(sql)

@@ -114,10 +114,6 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
         return rt
 
 
-# the dbt commands whose nodes run Spark statements: their embedded session starts while dbt parses the project
-PRESTART_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "retry", "clone"})
-
-
 def prestart(creds: DuckLakeCredentials) -> None:
     """Start the profile's embedded Spark session in a background thread when this dbt command will need it (see
     the module); a Spark Connect session (a remote or the warm local server) is quick to make and is not prestarted."""
@@ -158,6 +154,9 @@ def _started(key: tuple) -> tuple[SparkSession, LocalServer | None] | None:
 
 # the dbt commands that may create a lake: those that write (`dbt debug`, compile, docs, show, ls never do)
 WRITING_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "run-operation", "retry", "clone"})
+# the writing commands whose nodes run Spark statements (a macro of run-operation may not): their embedded session
+# starts while dbt parses the project
+PRESTART_COMMANDS = WRITING_COMMANDS - {"run-operation"}
 
 
 def _command() -> str | None:

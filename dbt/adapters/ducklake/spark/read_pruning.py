@@ -415,15 +415,13 @@ def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int
         if not counts or any(not isinstance(e, exp.Alias) for e in items) or any(
                 a.args.get("big_int") is False for a in counts):
             return None  # no aggregate (no row, not one), or an unaliased item (Spark's name for it)
-        for agg in counts:
-            agg.replace(exp.cast(exp.Literal.number(0), "BIGINT"))
-        if any(not isinstance(n, _LITERAL_NODES) for e in items for n in e.walk()):
+        if any(not isinstance(n, (*_LITERAL_NODES, exp.Count)) for e in items
+               for n in e.walk(prune=lambda n: isinstance(n, exp.Count))):
             return None  # a column outside a count, another aggregate, a function, a window, a subquery
         n = rows(source.this)
         if n is None or (n and any(not isinstance(a.this, exp.Star) for a in counts)):
             return None  # count(c) of rows would need their values of c
-        items = [e.copy() for e in tree.expressions]
-        for agg in [agg for e in items for agg in e.find_all(exp.Count)]:
+        for agg in counts:
             agg.replace(exp.cast(exp.Literal.number(n), "BIGINT"))
         return exp.select(*items).sql(dialect="spark") + ONE_ROW
     except (KeyError, AttributeError, TypeError, ValueError, OSError, pa.ArrowException):

@@ -30,9 +30,8 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from ..lake.catalog.state import LakeState
-from ..lake.read.arrow_types import plain_type
 from ..lake.read.inlined import read_inlined
-from ..lake.read.scan import plan_scan, read_data_file
+from ..lake.read.scan import plan_scan, read_rows
 from ..lake.records import Column, TableInfo
 from ..lake.types import FLOAT_TYPES, INT_RANGES
 
@@ -310,9 +309,4 @@ def _values(state: LakeState, table: TableInfo, col: Column) -> pa.ChunkedArray 
             return None
         plan = plan_scan(state, table)  # reads the delete files: small too
         inlined = read_inlined(state, table, with_rowid=False)
-    kind = plain_type(col)
-    parts = [read_data_file(t.data_file.path, [col], deleted_positions=t.deleted_positions,
-                            max_snapshot=t.max_snapshot, mapping=t.mapping).column(col.name) for t in plan.files]
-    parts += [rows.column(col.name) for rows in inlined if len(rows)]
-    chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
-    return pa.chunked_array([c.cast(kind) for c in chunks], kind)
+    return read_rows(plan, inlined, [col], with_rowid=False).column(col.name)

@@ -113,8 +113,14 @@ def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -
     with state.db.reading():  # the catalog reads first, in one connection; the files after it is closed
         plan = plan_scan(state, table)
         inlined = read_inlined(state, table, with_rowid)
-    schema = _output_schema(table.columns, with_rowid)
-    parts = [read_file(task, table.columns, with_rowid) for task in plan.files]
+    return read_rows(plan, inlined, table.columns, with_rowid=with_rowid)
+
+
+def read_rows(plan: ScanPlan, inlined: Sequence[pa.Table], columns: Sequence[Column], *,
+              with_rowid: bool) -> pa.Table:
+    """The plan's files (deletes applied) and these inlined rows as one table of the columns, plus rowid."""
+    schema = _output_schema(columns, with_rowid)
+    parts = [read_file(task, columns, with_rowid) for task in plan.files]
     parts += [t.select(schema.names) for t in inlined]
     if not parts:
         return schema.empty_table()
