@@ -16,6 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from ..errors import CatalogConnectionError, CommitStateUnknownError
 from ..write.faults import fault_point
+from . import duckdb_files
 from .arrow_insert import insert_from_arrow
 from .dialect import Dialect, dialect_for
 from .url import CatalogLocation
@@ -123,6 +124,10 @@ class CatalogDB:
         loc = self.location
         if loc.backend == "duckdb":
             # no pool: an open DuckDB connection keeps the file locked against DuckDB CLI users and other processes
+            if loc.file_path and not loc.url.query:
+                path = loc.file_path
+                return sa.create_engine("duckdb:///:memory:", poolclass=NullPool,
+                                        creator=lambda: duckdb_files.connect(path))
             return sa.create_engine(loc.url, poolclass=NullPool)
         if loc.backend == "sqlite":
             engine = sa.create_engine(
@@ -270,9 +275,11 @@ class CatalogDB:
                 sa.text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :n"), {"n": name}
             ).first()
         else:
+            # current_database(): a DuckDB file is attached beside others (duckdb_files)
+            where = " AND table_catalog = current_database()" if self.location.backend == "duckdb" else ""
             row = conn.execute(
                 sa.text(
-                    "SELECT 1 FROM information_schema.tables WHERE table_name = :n AND table_schema = :s"
+                    "SELECT 1 FROM information_schema.tables WHERE table_name = :n AND table_schema = :s" + where
                 ),
                 {"n": name, "s": schema},
             ).first()
