@@ -215,3 +215,66 @@ def test_threads_reading_while_duckdb_commits(spark: SparkSession, tmp_path, man
     finally:
         stop.set()
         dl.close()
+
+
+def test_spark_lookup_of_python_data_sources_is_settled_here(spark: SparkSession, lake: tuple,
+                                                             many_enough: None) -> None:
+    """After the first read through a data source, the JVM's lookup of installed Python data sources is settled (by
+    this layer when nothing named pyspark_* is on the path, else by Spark), and user data sources still register and
+    read."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    _catalog, _data, dl, _marks = lake
+    state = dl.snapshot()
+    first_read.table_sql(spark, state.tables[("main", "e")], first_read_tasks(state), state.snapshot_id)
+    manager = getattr(getattr(spark._jvm, "org.apache.spark.sql.execution.datasources.DataSourceManager$"), "MODULE$")
+    assert manager.dataSourceBuilders().isDefined()
+    assert spark.sparkContext.applicationId in first_read._settled
+
+    class _Rows(DataSourceReader):
+        def read(self, partition: object) -> Iterator[tuple[int]]:
+            yield (41,)
+            yield (1,)
+
+    class _Users(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "ducklake_test_user_source"
+
+        def schema(self) -> str:
+            return "n int"
+
+        def reader(self, schema: object) -> DataSourceReader:
+            return _Rows()
+
+    spark.dataSource.register(_Users)
+    assert spark.read.format("ducklake_test_user_source").load().agg({"n": "sum"}).collect()[0][0] == 42
+
+
+def first_read_tasks(state: object) -> list:
+    from dbt.adapters.ducklake.lake.read.scan import plan_scan
+
+    return list(plan_scan(state, state.tables[("main", "e")], positions=False).files)  # type: ignore[attr-defined]
+
+
+def test_a_pyspark_module_on_the_path_leaves_the_lookup_to_spark(tmp_path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "pyspark").mkdir()
+    (plain / "other_module.py").write_text("")
+    assert first_read.no_python_data_sources([str(plain), str(tmp_path / "missing")])
+    for kind in ("module", "package", "zip"):
+        d = tmp_path / kind
+        d.mkdir()
+        if kind == "module":
+            (d / "pyspark_mine.py").write_text("")
+        elif kind == "package":
+            (d / "pyspark_mine").mkdir()
+            (d / "pyspark_mine" / "__init__.py").write_text("")
+        else:
+            import zipfile
+
+            with zipfile.ZipFile(d / "deps.zip", "w") as z:
+                z.writestr("pyspark_mine/__init__.py", "")
+            d = d / "deps.zip"
+        assert not first_read.no_python_data_sources([str(plain), str(d)]), kind

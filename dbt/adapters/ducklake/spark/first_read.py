@@ -21,7 +21,9 @@ the class: a registered class is pickled into the JVM (a broadcast above 1 MB) a
 driver's machine and hands each partition its files.
 
 The first registration in a JVM costs about 0.6 s whatever the class: Spark looks for installed Python data sources
-(a Python worker listing every module on its path). It is Spark's, paid once per process.
+(a Python worker lists every module on its path for top-level modules named `pyspark_*`). Where that worker would be
+this interpreter, its path holds no such module, and the answer is therefore "none", the layer tells Spark so instead
+(`_settle_lookup`); otherwise Spark looks as before.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ import logging
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 import threading
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -62,6 +66,7 @@ _lock = threading.Lock()
 _registered: set[tuple[str, str]] = set()  # (application, data source table) made by this process
 _building: dict[str, threading.Thread] = {}  # (table, snapshot, files) -> its manifest's running background build
 _side_dir: list[str] = []  # this process's folder of file lists (made on first use, removed at exit)
+_settled: set[str] = set()  # applications whose JVM's Python data source lookup was settled here
 
 
 def applies(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask]) -> bool:
@@ -89,6 +94,7 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
     done = (spark.sparkContext.applicationId, name)  # registered in this session (a later one starts empty)
     with _lock:
         if done not in _registered:
+            _settle_lookup(spark)
             source = _source_class(name, schema, list(table.columns), _FileList.write(name, files), snapshot_id)
             spark.dataSource.register(source)
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
@@ -99,6 +105,54 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
             _registered.add(done)
     cols = ", ".join(ident(c.name) for c in table.columns)
     return f"SELECT {cols} FROM {ident(DATABASE)}.{name}"
+
+
+def _settle_lookup(spark: SparkSession) -> None:
+    """Spare the JVM its search for installed Python data sources when its answer is known here (see the module): the
+    planning worker is this interpreter (PYSPARK_DRIVER_PYTHON, else PYSPARK_PYTHON, of the JVM) and nothing named
+    `pyspark_*` is on its path (this interpreter's sys.path, the JVM's PYTHONPATH and Spark's own Python path). The
+    answer, no static data sources, is set where Spark keeps it (DataSourceManager.dataSourceBuilders, internal: if
+    that fails, Spark searches as before)."""
+    app = spark.sparkContext.applicationId
+    if app in _settled:
+        return
+    _settled.add(app)
+    try:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        env = jvm.java.lang.System.getenv
+        python = env("PYSPARK_DRIVER_PYTHON") or env("PYSPARK_PYTHON") or "python3"
+        if os.path.abspath(shutil.which(python) or python) != os.path.abspath(sys.executable):
+            return
+        manager = getattr(getattr(jvm, "org.apache.spark.sql.execution.datasources.DataSourceManager$"), "MODULE$")
+        if manager.dataSourceBuilders().isDefined():  # searched already
+            return
+        spark_path = jvm.org.apache.spark.api.python.PythonUtils.sparkPythonPath()
+        paths = [*sys.path, *(env("PYTHONPATH") or "").split(os.pathsep), *spark_path.split(os.pathsep)]
+        if not no_python_data_sources(paths):
+            return
+        empty = getattr(getattr(jvm, "scala.collection.immutable.Map$"), "MODULE$").empty()
+        getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))  # Scala's setter of the var
+    except Exception:  # noqa: BLE001 - Spark searches itself, as without this
+        _log.debug("Python data source lookup left to Spark", exc_info=True)
+
+
+def no_python_data_sources(paths: Sequence[str]) -> bool:
+    """Whether no top-level module or package named `pyspark_*` can be found on these import paths (directories
+    and zip files; an entry that cannot be listed counts as one that might hold one)."""
+    for entry in dict.fromkeys(p or os.getcwd() for p in paths):
+        try:
+            if os.path.isdir(entry):
+                names = os.listdir(entry)
+            elif zipfile.is_zipfile(entry):
+                with zipfile.ZipFile(entry) as z:
+                    names = [n.split("/", 1)[0] for n in z.namelist()]
+            else:
+                continue  # not there: nothing to import from it
+        except OSError:
+            return False
+        if any(n.startswith("pyspark_") for n in names):
+            return False
+    return True
 
 
 def build_in_background(key: str, build: Callable[[], Any]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from ..errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError
+from ..gc_pause import gc_paused
 from ..paths import join_path, table_directory
 from ..records import (
     Column,
@@ -338,6 +339,11 @@ def ci_lookup(d: dict[Any, Any], key: Any) -> Any:
 
 def load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: str) -> LakeState:
     """Read schemas, tables (with columns, partitioning, tags) and views visible at the snapshot."""
+    with gc_paused():  # a lake of many tables and columns: many objects at once (lake/gc_pause.py)
+        return _load_state(db, conn, snapshot, data_path)
+
+
+def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: str) -> LakeState:
     p = {"s": snapshot.snapshot_id}
     rd = db.dialect.read_bool
     tags: dict[int, dict[str, str]] = defaultdict(dict)
@@ -430,6 +436,11 @@ def load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: s
 
 def load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:
     """The data files of one table visible at the state's snapshot, fully described."""
+    with gc_paused():  # tens of thousands of objects at 10k files (lake/gc_pause.py)
+        return _load_files(db, conn, state, table)
+
+
+def _load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:
     p = {"s": state.snapshot_id, "t": table.table_id}
     rd = db.dialect.read_bool
     base = state.table_path(table)
