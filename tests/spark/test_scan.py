@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pyarrow.compute as pc
@@ -118,3 +119,29 @@ def test_spark_reads_what_duckdb_reads(spark: SparkSession, scenario: str, reade
             checked += 1
     lake.close()
     assert checked > 0 or (scenario == "types" and reader == "footers")
+
+
+def test_row_indexes_are_read_only_where_deletes_need_them(spark: SparkSession, tmp_path) -> None:
+    """A manifest read of a table without deletes reads the data columns only (no file id, no row index: Spark does
+    not prune them itself, and producing row indexes slows every scan); with a delete, they are read and the deleted
+    row is gone, as DuckDB sees it."""
+    from dbt.adapters.ducklake.spark import one_shot
+    from tests.support import reference
+
+    lake = DuckLake.create(str(tmp_path / "c.ducklake"), str(tmp_path / "data") + "/")
+    one_shot.create_table_as(spark, lake, "main", "t", spark.range(0, 1000, 1, 4).selectExpr("id", "id * 2 AS v"))
+
+    def scan_of(query: str) -> str:
+        state = lake.snapshot()
+        view = register_table(spark, state, state.table("main", "t"))
+        plan = spark.sql(query.format(t=view))._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+        return " ".join(re.findall(r"ReadSchema: (struct<[^ ]*>)", plan))  # what the Parquet reader produces
+
+    plain = scan_of("SELECT sum(v) FROM {t}")
+    assert plain == "struct<v:bigint>"
+    reference.execute_all(lake.db.location, ["DELETE FROM lake.main.t WHERE id = 7"])
+    deleted = scan_of("SELECT sum(v) FROM {t}")
+    assert "row_index" in deleted
+    state = lake.snapshot()
+    view = register_table(spark, state, state.table("main", "t"))
+    assert spark.sql(f"SELECT count(*), sum(v) FROM {view}").collect()[0] == (999, sum(range(0, 2000, 2)) - 14)
