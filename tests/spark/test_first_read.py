@@ -226,10 +226,15 @@ def test_spark_lookup_of_python_data_sources_is_settled_here(spark: SparkSession
 
     _catalog, _data, dl, _marks = lake
     state = dl.snapshot()
-    first_read.table_sql(spark, state.tables[("main", "e")], first_read_tasks(state), state.snapshot_id)
+    first_read.table_sql(spark, state.tables[("main", "e")], _first_read_tasks(state), state.snapshot_id)
     manager = getattr(getattr(spark._jvm, "org.apache.spark.sql.execution.datasources.DataSourceManager$"), "MODULE$")
     assert manager.dataSourceBuilders().isDefined()
     assert spark.sparkContext.applicationId in first_read._settled
+    # settled by the layer itself, not by Spark's search: with the answer unset again, _settle_lookup sets it
+    getattr(manager, "dataSourceBuilders_$eq")(spark._jvm.scala.Option.empty())
+    first_read._settled.discard(spark.sparkContext.applicationId)
+    first_read._settle_lookup(spark)
+    assert manager.dataSourceBuilders().isDefined() and manager.dataSourceBuilders().get().isEmpty()
 
     class _Rows(DataSourceReader):
         def read(self, partition: object) -> Iterator[tuple[int]]:
@@ -251,7 +256,7 @@ def test_spark_lookup_of_python_data_sources_is_settled_here(spark: SparkSession
     assert spark.read.format("ducklake_test_user_source").load().agg({"n": "sum"}).collect()[0][0] == 42
 
 
-def first_read_tasks(state: object) -> list:
+def _first_read_tasks(state: object) -> list:
     from dbt.adapters.ducklake.lake.read.scan import plan_scan
 
     return list(plan_scan(state, state.tables[("main", "e")], positions=False).files)  # type: ignore[attr-defined]

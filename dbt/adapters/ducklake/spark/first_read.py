@@ -109,7 +109,7 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
 
 def _settle_lookup(spark: SparkSession) -> None:
     """Spare the JVM its search for installed Python data sources when its answer is known here (see the module): the
-    planning worker is this interpreter (PYSPARK_DRIVER_PYTHON, else PYSPARK_PYTHON, of the JVM) and nothing named
+    planning worker is this interpreter (Spark's PythonUtils.defaultPythonExec) and nothing named
     `pyspark_*` is on its path (this interpreter's sys.path, the JVM's PYTHONPATH and Spark's own Python path). The
     answer, no static data sources, is set where Spark keeps it (DataSourceManager.dataSourceBuilders, internal: if
     that fails, Spark searches as before)."""
@@ -119,15 +119,15 @@ def _settle_lookup(spark: SparkSession) -> None:
     _settled.add(app)
     try:
         jvm = spark._jvm  # type: ignore[attr-defined]
-        env = jvm.java.lang.System.getenv
-        python = env("PYSPARK_DRIVER_PYTHON") or env("PYSPARK_PYTHON") or "python3"
+        utils = getattr(getattr(jvm, "org.apache.spark.api.python.PythonUtils$"), "MODULE$")
+        python = utils.defaultPythonExec()  # the interpreter Spark starts for the lookup
         if os.path.abspath(shutil.which(python) or python) != os.path.abspath(sys.executable):
             return
         manager = getattr(getattr(jvm, "org.apache.spark.sql.execution.datasources.DataSourceManager$"), "MODULE$")
         if manager.dataSourceBuilders().isDefined():  # searched already
             return
-        spark_path = jvm.org.apache.spark.api.python.PythonUtils.sparkPythonPath()
-        paths = [*sys.path, *(env("PYTHONPATH") or "").split(os.pathsep), *spark_path.split(os.pathsep)]
+        env_path = jvm.java.lang.System.getenv("PYTHONPATH") or ""
+        paths = [*sys.path, *env_path.split(os.pathsep), *utils.sparkPythonPath().split(os.pathsep)]
         if not no_python_data_sources(paths):
             return
         empty = getattr(getattr(jvm, "scala.collection.immutable.Map$"), "MODULE$").empty()
