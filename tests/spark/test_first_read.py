@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -140,6 +142,22 @@ def test_not_used_for_few_files_or_other_types(spark: SparkSession, lake: tuple)
     assert first_read._plain(nested)
 
 
+WRITER = """
+import sys, duckdb
+attach, *extensions = sys.argv[1:]
+con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+for ext in extensions:
+    con.execute(f"LOAD '{ext}'")
+con.execute(attach)
+for i in range(6):
+    con.execute(f"INSERT INTO lake.t SELECT {1000 + i * 10} + range, 'w', 1.0 FROM range(10)")
+    con.execute(f"DELETE FROM lake.t WHERE id % 17 = {i}")
+    if i == 3:
+        con.execute("UPDATE lake.t SET amount = amount + 100 WHERE id % 5 = 0")
+con.execute("DETACH lake")
+"""
+
+
 def test_threads_reading_while_duckdb_commits(spark: SparkSession, tmp_path, many_enough: None) -> None:
     """Several threads of one process (as dbt's threads share LakeNames) read a many-file table through the first
     reader while DuckDB commits inserts, deletes and an update to it, so background manifest builds race the
@@ -162,13 +180,14 @@ def test_threads_reading_while_duckdb_commits(spark: SparkSession, tmp_path, man
     stop = threading.Event()
 
     def writer() -> None:
+        # DuckDB commits from another process: its bundled SQLite and Python's sqlite3 in one process do not see each
+        # other's POSIX locks (closing a file in one drops the other's), which corrupts a shared catalog file
         try:
-            with reference.attached(catalog) as con:
-                for i in range(6):
-                    con.execute(f"INSERT INTO lake.t SELECT {1000 + i * 10} + range, 'w', 1.0 FROM range(10)")
-                    con.execute(f"DELETE FROM lake.t WHERE id % 17 = {i}")
-                    if i == 3:
-                        con.execute("UPDATE lake.t SET amount = amount + 100 WHERE id % 5 = 0")
+            proc = subprocess.run([sys.executable, "-c", WRITER, reference.attach_sql(catalog),
+                                   reference.extension_path("ducklake"), reference.extension_path("sqlite_scanner")],
+                                  capture_output=True, text=True, timeout=600)
+            if proc.returncode:
+                errors.append(RuntimeError(proc.stderr))
         except BaseException as e:  # noqa: BLE001 - reported by the test
             errors.append(e)
         finally:
