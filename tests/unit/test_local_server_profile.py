@@ -68,3 +68,24 @@ def test_debug_shows_the_class_archive_for_an_embedded_driver(tmp_path: Path, mo
     monkeypatch.setenv(class_archive.ENV_SWITCH, "off")
     assert dict(creds(tmp_path).connection_info())["spark_class_archive"] == f"off ({class_archive.ENV_SWITCH})"
     assert "spark_class_archive" not in dict(creds(tmp_path, master="sc://localhost:15002").connection_info())
+
+
+@pytest.mark.parametrize("master", ["local[2]", "local-server[2]"])
+def test_other_commands_see_no_runtime_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, master: str) -> None:
+    """dbt reads connection_info for each node's `target` while parsing and hashes it to keep or drop its saved
+    parse: outside `dbt debug` it holds the profile only, so a server's start (a new pid) or a class archive built
+    since does not force a full parse, and no node pays for listing Spark's jars."""
+    from dbt.adapters.ducklake import credentials
+    from dbt.adapters.ducklake.spark import class_archive
+
+    monkeypatch.setenv(local_server.ROOT_ENV, str(tmp_path / "servers"))
+    monkeypatch.setattr(class_archive, "archive_key", lambda conf=None: pytest.fail("jars listed"))
+    profile = creds(tmp_path, master=master)
+    for command in ("parse", "run", "test", "build", "seed"):
+        monkeypatch.setattr(credentials, "dbt_command", lambda c=command: c)
+        shown = dict(profile.connection_info())
+        assert "spark_server" not in shown and "spark_class_archive" not in shown
+        assert shown["master"] == master and shown["catalog"] == str(tmp_path / "c.ducklake")
+    monkeypatch.setattr(credentials, "dbt_command", lambda: "debug")
+    if "server" in master:  # dbt debug still shows the server (the class archive's display is tested above)
+        assert dict(profile.connection_info())["spark_server"].startswith("not running")

@@ -16,6 +16,7 @@ from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtRuntimeError
 from sqlalchemy.engine import make_url
 
+from .invocation import dbt_command
 from .lake.catalog.url import CatalogLocation, parse_catalog
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
@@ -106,9 +107,15 @@ class DuckLakeCredentials(Credentials):
         return None if found is None else f"local[{found.group(1) or '*'}]"
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
-        """What `dbt debug` shows: the catalog with any password masked; the local server's state (if used)."""
+        """What `dbt debug` shows: the catalog with any password masked; the local server's state (if used).
+
+        dbt also reads this for every node's `target` while parsing, and hashes it to decide whether its saved parse
+        still holds: the runtime states (the server's pid, the class archive) are only for `dbt debug` (and callers
+        outside dbt), so that they neither cost a jar listing per node nor force a full parse when they change."""
         for key, value in super().connection_info(with_aliases=with_aliases):
             yield key, (self.catalog_display if key in ("catalog", "catalog_url") else value)
+        if dbt_command() not in (None, "debug"):
+            return
         if self.server_master:
             yield "spark_server", self.server_status()
         elif not self.master.startswith("sc://"):  # a driver JVM starts in the dbt process: with the class archive?

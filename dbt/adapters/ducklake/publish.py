@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from .invocation import dbt_command as _command
 from .lake.errors import CommitConflictError, DuckLakeError
 from .lake.records import Snapshot, TableInfo
 from .spark.work import LakeWork
@@ -147,15 +148,6 @@ class Build:
 
 
 _LOCK = threading.Lock()
-
-
-def _command() -> str | None:
-    try:
-        from dbt.flags import get_flags
-
-        return getattr(get_flags(), "WHICH", None)
-    except Exception:  # noqa: BLE001 - outside a dbt invocation
-        return None
 
 
 def build_for(runtime: Runtime, enabled: bool) -> Build | None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import SparkSession
 
 from .change_feed import Cursors
+from .invocation import dbt_command as _command
 from .lake.lake import DuckLake
 from .lake.paths import to_local
 from .spark import local_server
@@ -157,15 +158,6 @@ WRITING_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "run-o
 # the writing commands whose nodes run Spark statements (a macro of run-operation may not): their embedded session
 # starts while dbt parses the project
 PRESTART_COMMANDS = WRITING_COMMANDS - {"run-operation"}
-
-
-def _command() -> str | None:
-    try:
-        from dbt.flags import get_flags
-
-        return getattr(get_flags(), "WHICH", None)
-    except Exception:  # noqa: BLE001 - outside a dbt invocation
-        return None
 
 
 def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
