@@ -1,6 +1,6 @@
 """The embedded Spark session starts in the background when the adapter is made, for the dbt commands that run Spark
-statements (runtime.prestart): the first connection takes that session, or reports its start's error as it would
-have; other commands and Spark Connect sessions start nothing early."""
+statements (runtime.prestart): the first statement that needs Spark takes that session, or reports its start's error
+as it would have; other commands and Spark Connect sessions start nothing early."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from dbt.adapters.ducklake import runtime
 from dbt.adapters.ducklake.credentials import DuckLakeCredentials
 from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.spark.session import LazySession
 
 
 def _creds(tmp_path: Path, **extra: object) -> DuckLakeCredentials:
@@ -32,9 +33,10 @@ def test_a_writing_command_starts_spark_before_the_first_connection(tmp_path: Pa
         runtime.prestart(creds)  # a second adapter of the invocation: the same start
         assert runtime._PRESTARTS[key] is started
         rt = runtime.runtime_for(creds)
-        assert rt.spark is started.result()[0] and key not in runtime._PRESTARTS
-        assert rt.spark.sql("SELECT 41 + 1").collect()[0][0] == 42
+        assert isinstance(rt.spark, LazySession) and not rt.spark.started  # a connection does not wait for it
         assert signal.getsignal(signal.SIGINT) not in (before, signal.default_int_handler)  # Ctrl-C cancels jobs
+        assert rt.spark.sql("SELECT 41 + 1").collect()[0][0] == 42  # the first use takes the prestarted session
+        assert rt.spark.session() is started.result()[0] and key not in runtime._PRESTARTS
         runtime.prestart(creds)  # the runtime exists: nothing more starts
         assert key not in runtime._PRESTARTS
     finally:
@@ -42,7 +44,7 @@ def test_a_writing_command_starts_spark_before_the_first_connection(tmp_path: Pa
         runtime._RUNTIMES.pop(key, None)
 
 
-@pytest.mark.parametrize(("command", "extra"), [("debug", {}), ("ls", {}), ("compile", {}), (None, {}),
+@pytest.mark.parametrize(("command", "extra"), [("debug", {}), ("ls", {}), ("compile", {}), (None, {}), ("test", {}),
                                                 ("run", {"master": "sc://localhost:15002"}),
                                                 ("run", {"master": "local-server[2]"})])
 def test_other_commands_and_connect_sessions_start_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -53,7 +55,7 @@ def test_other_commands_and_connect_sessions_start_nothing(tmp_path: Path, monke
     assert runtime._key(creds) not in runtime._PRESTARTS
 
 
-def test_a_failed_start_is_reported_by_the_first_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_start_is_reported_by_each_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "_command", lambda: "build")
 
     def no_java(creds: DuckLakeCredentials) -> None:
@@ -62,6 +64,13 @@ def test_a_failed_start_is_reported_by_the_first_connection(tmp_path: Path, monk
     monkeypatch.setattr(runtime, "_spark", no_java)
     creds = _creds(tmp_path)
     runtime.prestart(creds)
-    with pytest.raises(runtime.SetupError, match=r"Spark \(master 'local\[\*\]'\) does not work: Java gateway process"):
-        runtime.runtime_for(creds)
-    assert runtime._key(creds) not in runtime._PRESTARTS and runtime._key(creds) not in runtime._RUNTIMES
+    key = runtime._key(creds)
+    try:
+        rt = runtime.runtime_for(creds)  # the catalog works: the connection opens
+        for _ in range(2):  # the first statement that needs Spark reports the start's error, and so does the next
+            with pytest.raises(runtime.SetupError,
+                               match=r"Spark \(master 'local\[\*\]'\) does not work: Java gateway process"):
+                rt.spark.sql("SELECT 1")
+        assert key not in runtime._PRESTARTS and not rt.spark.started
+    finally:
+        runtime._RUNTIMES.pop(key, None)

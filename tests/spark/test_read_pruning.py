@@ -21,6 +21,7 @@ from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
 from tests.spark.test_pruning import _only_files
 from tests.support import reference
+from tests.support.spark_jobs import job_group
 
 # main.t: four files of 100 rows (ids 0-99, ..., 300-399), every column growing with id; n is NULL in the first file
 # and in the odd rows of the others; then rows 350-359 deleted, column `s` renamed to `label`, and two rows inlined
@@ -341,16 +342,14 @@ def test_counts_over_a_read_pruned_to_nothing_need_no_read_and_no_job(spark: Spa
     st = LakeNames(spark, lk).refresh([("main", n) for n in ("m", "k", "t", "k2")])
     files = [f.path for name in ("m", "k", "t", "k2") for f in st.files(st.table("main", name))]
     q = prune_query(spark, st, sql)
-    sc = spark.sparkContext
     for f in files:
         os.rename(f, f + ".away")
     try:
-        sc.setJobGroup("empty-test", "empty-test")
-        df = spark.sql(q.sql)
-        got = [tuple(r) for r in df.collect()]
-        jobs = sc.statusTracker().getJobIdsForGroup("empty-test")
+        with job_group(spark, "empty-test") as group_jobs:
+            df = spark.sql(q.sql)
+            got = [tuple(r) for r in df.collect()]
+            jobs = group_jobs()
     finally:
-        sc.setJobGroup("", "")
         for f in files:
             os.rename(f + ".away", f)
     assert "main." not in q.sql and not q.views and len(q.replaced) == 1  # the table needs no Spark view either

@@ -16,6 +16,7 @@ from dbt.adapters.ducklake.spark import small_counts
 from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.read_pruning import PrunedQuery, prune_query
 from tests.support import reference
+from tests.support.spark_jobs import job_group
 
 # main.p (parent): ids 0-39 in two files, a delete file (ids 5, 6), an update (id 7 -> 107: a delete + a new row),
 # then inlined rows (a duplicate id 10, id NULL); kind has values outside ('a', 'b') and NULLs; main.c (child):
@@ -110,14 +111,10 @@ def test_generic_tests_are_counted_without_a_job(spark: SparkSession, lake: tupl
     catalog, lk = lake
     sql, q = _pruned(spark, lk, inner)
     assert "__ducklake_one" in q.sql and "main." not in q.sql
-    sc = spark.sparkContext
-    sc.setJobGroup("small-counts", "small-counts")
-    try:
+    with job_group(spark, "small-counts") as group_jobs:
         df = spark.sql(q.sql)
         got = [tuple(r) for r in df.collect()]
-        jobs = sc.statusTracker().getJobIdsForGroup("small-counts")
-    finally:
-        sc.setJobGroup("", "")
+        jobs = group_jobs()
     assert jobs == []
     expected = [tuple(r) for r in spark.sql(sql).collect()]  # Spark's own answer, the query as written
     assert got == expected

@@ -154,6 +154,9 @@ class DuckLakeConnectionManager(SQLConnectionManager):
             if redacted != str(e):
                 raise type(e)(redacted) from None
             raise
+        except SetupError as e:  # the embedded Spark, started by the first statement that needs it, did not start
+            self.rollback_if_open()
+            raise DbtRuntimeError(str(e)) from None  # redacted when made
         except (DuckLakeError, RoutingError, ValueError) as e:
             logger.debug(self._redact(f"DuckLake error while running:\n{sql}\n{e}"))
             self.rollback_if_open()

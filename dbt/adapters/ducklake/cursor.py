@@ -18,7 +18,8 @@ from .apply import apply_change
 from .lake.catalog.state import ci_lookup
 from .relation_listing import show_relations
 from .router import Change, Passthrough, ShowRelations, TempView, TransactionControl, route, split_statements
-from .spark.read_pruning import pruned_reads
+from .spark.literal_row import LiteralRow
+from .spark.read_pruning import PrunedQuery, pruned_reads
 from .spark.session import tag_jobs
 from .spark.sql_literals import python_literal
 
@@ -38,6 +39,7 @@ class DuckLakeCursor:
     def __init__(self, handle: DuckLakeHandle) -> None:
         self.handle = handle
         self._df: DataFrame | None = None
+        self._description: list[tuple] | None = None  # of a result computed without Spark (`_answered`)
         self._rows: list[tuple] | None = None
         self._complete = False  # _rows holds every row of the result
         self._pos = 0
@@ -47,6 +49,7 @@ class DuckLakeCursor:
     # DB-API ----------------------------------------------------------------------------------------------------
     def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> None:
         self._df, self._rows, self._pos, self.rowcount, self._complete = None, None, 0, -1, False
+        self._description = None
         h = self.handle
         if h.cancelled:
             raise DbtRuntimeError("cancelled (Ctrl-C): no more statements run on this connection")
@@ -61,7 +64,7 @@ class DuckLakeCursor:
     def _execute_one(self, sql: str) -> None:
         h = self.handle
         routed = route(sql)
-        self._df, self._rows, self._pos, self._complete = None, None, 0, False
+        self._df, self._rows, self._pos, self._complete, self._description = None, None, 0, False, None
         if isinstance(routed, TransactionControl):
             {"begin": h.begin, "commit": h.commit, "rollback": h.rollback}[routed.action]()
             self.message = routed.action.upper()
@@ -75,16 +78,19 @@ class DuckLakeCursor:
             self.message = "OK"
             return
         if isinstance(routed, Passthrough):
-            with self._pruned(rt, routed.sql, routed.refs, h.creds.schema) as sql:
-                df = rt.spark.sql(sql)
+            with self._pruned(rt, routed.sql, routed.refs, h.creds.schema) as q:
+                if q.row is not None:  # a row of literals (a data test's counts): computed here, no Spark
+                    self._answered(q.row)
+                    return
+                df = rt.spark.sql(q.sql)
             self._df = df if df.columns else None
             self.message = "OK"
             return
         if isinstance(routed, TempView):
             # a DataFrame's temp view holds the analyzed plan: describing it or reading it (the incremental
             # materialization does both) does not analyze the model's SQL, and the lake views it reads, again
-            with self._pruned(rt, routed.query, routed.refs, h.creds.schema) as sql:
-                df = rt.spark.sql(sql)
+            with self._pruned(rt, routed.query, routed.refs, h.creds.schema) as q:
+                df = rt.spark.sql(q.sql)
                 (df.createOrReplaceTempView if routed.replace else df.createTempView)(routed.name)
             self.message = "OK"
             return
@@ -93,26 +99,33 @@ class DuckLakeCursor:
         self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed, state)
         self.message = routed.kind.upper() + (f" {self.rowcount}" if self.rowcount >= 0 else "")
 
+    def _answered(self, row: LiteralRow) -> None:
+        self._rows, self._complete = [row.values], True
+        self._description = [(name, kind, None, None, None, None, False) for name, kind in row.columns]
+        self.message = "OK"
+
     @staticmethod
     @contextlib.contextmanager
     def _pruned(rt: Runtime, sql: str, refs: frozenset[tuple[str, str]], default_schema: str | None
-                ) -> Iterator[str]:
+                ) -> Iterator[PrunedQuery]:
         """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning),
         valid inside the block (on Spark Connect, which resolves a DataFrame's relations lazily, after it too: no
         temporary views there), and the lake names it still reads made current."""
         # statements reading a build's staged state read it whole: the catalog's stats do not know staged files
         if not refs or rt.names.reads_staged(refs, default_schema):
             rt.names.refresh(refs, default_schema)
-            yield sql
+            yield PrunedQuery(sql)
             return
         state = rt.names.state()
         with pruned_reads(rt.spark, state, sql, lambda names: rt.names.refresh(names, default_schema, state)) as q:
             # a table read only through pruned views needs no (re-registered, re-analyzed) Spark view of its own
             rt.names.refresh(refs - q.replaced, default_schema, state)
-            yield q.sql
+            yield q
 
     @property
     def description(self) -> list[tuple] | None:
+        if self._description is not None:
+            return self._description
         if self._df is None:
             return None
         return [(f.name, f.dataType.simpleString(), None, None, None, None, f.nullable) for f in self._df.schema.fields]
@@ -148,4 +161,4 @@ class DuckLakeCursor:
         return rows[0] if rows else None
 
     def close(self) -> None:
-        self._df, self._rows = None, None
+        self._df, self._rows, self._description = None, None, None

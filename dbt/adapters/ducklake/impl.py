@@ -30,8 +30,10 @@ from .credentials import DuckLakeCredentials
 from .lake.catalog.state import LakeState, ci_lookup
 from .lake.read.scan import row_count
 from .relation import DuckLakeRelation
+from .runtime import SetupError
 from .spark.names import table_refs
 from .spark.pruned_frames import prunable
+from .spark.session import session_of
 from .spark.types import to_spark
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -228,7 +230,7 @@ class DuckLakeAdapter(SparkAdapter):
     def load_seed(self, relation: BaseRelation, agate_table: Any, column_override: dict[str, str] | None,
                   quote_columns: bool | None = None) -> int:
         """CREATE OR REPLACE the seed's table with its rows, staged in the model's transaction; returns the rows."""
-        from .seeds import Seed, is_inline, seed_dataframe
+        from .seeds import Seed, is_inline, seed_arrow, seed_dataframe
 
         overrides = {k.lower(): v for k, v in (column_override or {}).items()}
         names = list(agate_table.column_names)
@@ -243,11 +245,29 @@ class DuckLakeAdapter(SparkAdapter):
             self.connections.begin()
         h = self._handle()
         rows = [tuple(r) for r in agate_table.rows]
+        schema, name = relation.schema or "", relation.identifier or ""
+        # the values computed on the driver where no Spark cast is needed: such a seed needs no JVM
+        driver = seed_arrow(names, rows, types, timestamp_ntz=self._timestamp_ntz(h))
+        if driver is not None:
+            h.run_change(lambda work: work.create_table_from_arrow(schema, name, *driver, replace=True) or 0,
+                         Seed(schema=schema, name=name))
+            return len(agate_table.rows)
         df = seed_dataframe(h.runtime.spark, names, rows, types)
-        schema, name, bounded = relation.schema or "", relation.identifier or "", is_inline(names, rows)
+        bounded = is_inline(names, rows)
         h.run_change(lambda work: work.create_table_as(schema, name, df, replace=True, bounded=bounded) or 0,
                      Seed(schema=schema, name=name))
         return len(agate_table.rows)
+
+    @staticmethod
+    def _timestamp_ntz(h: DuckLakeHandle) -> bool:
+        """Whether Spark's `timestamp` is TIMESTAMP_NTZ here (the session's setting; before Spark starts, no SET can
+        have changed the profile's)."""
+        spark = h.runtime.spark
+        if getattr(spark, "started", True):
+            value = spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ")
+        else:
+            value = h.creds.spark_config.get("spark.sql.timestampType", "TIMESTAMP_LTZ")
+        return str(value).upper() == "TIMESTAMP_NTZ"
 
     @available
     def listagg_sql(self, measure: str, delimiter_text: str, order_by_clause: str | None,
@@ -269,6 +289,8 @@ class DuckLakeAdapter(SparkAdapter):
         rt = h.runtime
         try:
             rt.spark.sql("select 1").collect()
+        except SetupError as e:  # the embedded session did not start (it starts on first use)
+            raise DbtRuntimeError(str(e)) from e
         except Exception as e:  # noqa: BLE001
             raise DbtRuntimeError(f"Spark ({h.creds.master}) does not run queries: {e}") from e
         if rt.server is not None:
@@ -399,7 +421,8 @@ class DuckLakeAdapter(SparkAdapter):
         # dbt.this may be read with spark.sql / spark.table (as in dbt-spark): make the lake name resolve
         rt.names.refresh([((model.get("schema") or h.creds.schema).lower(), name.lower())], h.creds.schema)
         try:
-            df = python_models.run_model(rt.spark, compiled_code, model_name=name, filename=filename, load=load,
+            # the model's code gets the SparkSession itself (not the lazy stand-in: isinstance checks, PySpark APIs)
+            df = python_models.run_model(session_of(rt.spark), compiled_code, model_name=name, filename=filename, load=load,
                                          at=at, changes=changes)
         except python_models.PythonModelError as e:
             raise DbtRuntimeError(str(e)) from None  # the model's own traceback is in the message

@@ -1,5 +1,6 @@
-"""Seed rows (an agate table, as dbt reads the CSV on the driver) as a Spark DataFrame of the seed's column types, and
-the `Seed` change that labels their load."""
+"""Seed rows (an agate table, as dbt reads the CSV on the driver) as a Spark DataFrame of the seed's column types, or
+as Arrow computed on the driver when no Spark cast is needed (`seed_arrow`), and the `Seed` change that labels their
+load."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -43,6 +45,72 @@ def _text(v: Any) -> str | None:
 def is_inline(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
     """Whether `seed_dataframe` makes the rows an inline table of the driver (bounded by VALUES_CELLS values)."""
     return len(rows) * len(names) <= VALUES_CELLS
+
+
+# dbt's inferred seed types (dbt-spark's convert_*_type) that the driver converts exactly as Spark's CAST from the
+# values' text would: their Spark types
+_DRIVER_TYPES: dict[str, T.DataType] = {
+    "bigint": T.LongType(), "double": T.DoubleType(), "string": T.StringType(), "boolean": T.BooleanType(),
+    "date": T.DateType(), "timestamp": T.TimestampType(),
+}
+_ARROW = {"bigint": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
+          "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC")}
+DRIVER_ROWS = 100_000  # as many rows as a small Spark result the driver writes (spark/local_write)
+_LONG = (-(2**63), 2**63 - 1)
+
+
+class _ToSpark(Exception):
+    """A value the driver does not convert: Spark casts the seed."""
+
+
+def seed_arrow(names: Sequence[str], rows: Sequence[Sequence[Any]], types: Sequence[str], *,
+               timestamp_ntz: bool = False) -> tuple[T.StructType, pa.Table] | None:
+    """The rows as the Spark schema `seed_dataframe` would give and the values Spark's casts would give, computed
+    on the driver (no Spark: a `dbt seed` of such seeds needs no JVM); None when Spark must cast them.
+
+    Only the types dbt infers, with values as agate parsed them for those types: integral numbers in BIGINT's range
+    for bigint, numbers for double, booleans, dates, date-times (a naive one is UTC wall time, as in the session's
+    UTC zone; `timestamp_ntz`: the session's `timestamp` is TIMESTAMP_NTZ, left to Spark), and any value for string
+    (its text, as Spark is given it). Another type (a column_types override), another value (a cast Spark decides,
+    e.g. the text "1.5" as bigint), no rows, or more than DRIVER_ROWS rows: None.
+    """
+    kinds = [t.strip().lower() for t in types]
+    if not rows or len(rows) > DRIVER_ROWS or any(k not in _DRIVER_TYPES or (k == "timestamp" and timestamp_ntz)
+                                                  for k in kinds):
+        return None
+    try:
+        arrays = [pa.array([_driver_value(k, row[i]) for row in rows], type=_ARROW[k]) for i, k in enumerate(kinds)]
+    except _ToSpark:
+        return None
+    schema = T.StructType([T.StructField(n, _DRIVER_TYPES[k]) for n, k in zip(names, kinds, strict=True)])
+    return schema, pa.Table.from_arrays(arrays, names=list(names))
+
+
+def _driver_value(kind: str, v: Any) -> Any:
+    if v is None:
+        return None
+    if kind == "string":
+        return _text(v)
+    if kind == "boolean":
+        if isinstance(v, bool):
+            return v
+    elif kind in ("bigint", "double"):
+        if isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool) and decimal.Decimal(v).is_finite():
+            if kind == "double":
+                return float(v)
+            # no fraction digits at all (Spark's cast of "5.0" to bigint depends on ANSI mode)
+            exact = isinstance(v, int) or v.as_tuple().exponent >= 0  # type: ignore[operator]
+            if exact and _LONG[0] <= int(v) <= _LONG[1]:
+                return int(v)
+    elif kind == "date":
+        if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
+            return v
+    elif kind == "timestamp" and isinstance(v, dt.datetime):
+        try:
+            return v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v.astimezone(dt.timezone.utc)
+        except OverflowError:  # beyond Python's year 9999 in UTC: Spark's range is wider
+            raise _ToSpark from None
+    raise _ToSpark
 
 
 def seed_dataframe(spark: SparkSession, names: Sequence[str], rows: Sequence[Sequence[Any]],

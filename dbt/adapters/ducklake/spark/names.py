@@ -24,7 +24,7 @@ from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
 from .first_read import MARK as FIRST_READ
 from .scan import create_view, is_time_travel_name, table_sql
-from .session import is_classic
+from .session import is_classic, is_started, session_of
 from .sql_literals import ident
 
 # A table's view SQL is reused while the table is unchanged, but recomputed after this long: planning touches the
@@ -122,8 +122,11 @@ class LakeNames:
         unqualified name (schema "") is looked up in `default_schema`; when the lake has it there, that schema becomes
         Spark's current database, so the bare name resolves to it (as a dbt-spark connection opened on the profile's
         schema does)."""
+        refs = list(refs)
+        st = state or self.state()
+        if any(self._known(st, schema or default_schema or "", name) for schema, name in refs):
+            session_of(self.spark)  # a lazy session starts here, not under the lock that other threads need
         with self._lock:
-            st = state or self.state()
             for schema, name in refs:
                 if schema:
                     self._refresh_one(st, schema, name)
@@ -133,6 +136,12 @@ class LakeNames:
                     if self.spark.catalog.currentDatabase().lower() != default_schema.lower():
                         self.spark.catalog.setCurrentDatabase(default_schema)
             return st
+
+    def _known(self, st: LakeState, schema: str, name: str) -> bool:
+        """Whether refreshing (schema, name) may touch Spark: a lake object, or one registered before."""
+        return bool(schema) and (ci_lookup(st.tables, (schema, name)) is not None
+                                 or ci_lookup(st.views, (schema, name)) is not None
+                                 or (schema.lower(), name.lower()) in self._registered)
 
     def refresh_all(self) -> None:
         with self._lock:
@@ -164,6 +173,9 @@ class LakeNames:
         """Drop the Spark view of an object (after the lake dropped or renamed it)."""
         with self._lock:
             key = (schema.lower(), name.lower())
+            if not is_started(self.spark):  # a Spark that never started holds no view
+                self._registered.pop(key, None)
+                return
             if self._registered.pop(key, None) is not None or self._exists(schema):
                 self.spark.sql(f"DROP VIEW IF EXISTS {ident(schema)}.{ident(name)}")
 

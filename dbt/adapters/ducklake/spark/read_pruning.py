@@ -50,6 +50,7 @@ from ..lake.read.pruning import And, IsNull, Or, Predicate, all_of
 from ..lake.read.scan import ScanPlan, plan_scan, row_count
 from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
+from .literal_row import LiteralRow, literal_row
 from .names import SPARK_SQL_TAG, table_refs
 from .predicates import column_ref, to_predicate, unparen
 from .scan import plan_sql
@@ -76,6 +77,8 @@ class PrunedQuery:
     views: list[str] = field(default_factory=list)
     files: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     replaced: set[tuple[str, str]] = field(default_factory=set)  # (schema, name) lower: no read of it is left
+    row: LiteralRow | None = None  # the answer itself when `sql` is a row of literals the driver computes
+    pending: list[tuple[str, Callable[[], str]]] = field(default_factory=list)  # views to make: (name, their SQL)
 
 
 Refresh = Callable[[Iterable[tuple[str, str]]], object]
@@ -139,12 +142,16 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
                     edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline, empty)
         if "count" in lower:
             answered = _aggregate_answer(tree, lambda q: 0 if id(q) in empty else _counted(state, q))
-            if answered is not None:
+            if answered is not None:  # the pruned reads' views are not needed (nor made)
                 for v in out.views:
                     spark.catalog.dropTempView(v)
-                return PrunedQuery(answered, replaced={(t.db.lower(), t.name.lower())
-                                                       for t in tree.find_all(exp.Table) if t.db})
+                return PrunedQuery(answered.sql(dialect="spark") + ONE_ROW, row=literal_row(answered),
+                                   replaced={(t.db.lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.db})
         edits += _answered_subqueries(state, tree, tokens, edits)
+        for view, view_sql in out.pending:
+            spark.sql(view_sql()).createOrReplaceTempView(view)
+            out.views.append(view)
+        out.pending = []
     except BaseException:
         for v in out.views:
             spark.catalog.dropTempView(v)
@@ -250,9 +257,9 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
     if inline or nothing:  # nothing: a derived table of no row costs Spark no view (and no analysis of one)
         view = f"({plan_sql(spark, state, table, plan)})"
     else:
+        # made once the query is known not to be answered without Spark (`prune_query`)
         view = f"__ducklake_pruned_{next(_views)}"
-        spark.sql(plan_sql(spark, state, table, plan)).createOrReplaceTempView(view)
-        out.views.append(view)
+        out.pending.append((view, lambda: plan_sql(spark, state, table, plan)))
     out.files[(table.schema_name, table.name)] = (len(plan.files), plan.pruned)
     start, end = tnode.args["db"].meta["start"], tnode.this.meta["end"] + 1
     edits.append((start, end, view if tnode.alias else f"{view} AS {ident(tnode.name)}"))
@@ -399,7 +406,7 @@ _LITERAL_NODES = (exp.Alias, exp.Identifier, exp.Literal, exp.Boolean, exp.Null,
                   exp.Predicate, exp.Connector, exp.Not, exp.Neg, exp.Binary, exp.Case, exp.If, exp.Coalesce)
 
 
-def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int | None]) -> str | None:
+def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int | None]) -> exp.Select | None:
     """`SELECT <counts> FROM (<query>) alias` answered as its one row when rows(query) knows how many rows the query
     yields (0 when proven empty; see the module): every select item aliased, made of count(...) and literals only
     (dbt's `count(*) != 0 as should_warn`), count(*) then being that number (any count, when it is 0). None for any
@@ -423,7 +430,7 @@ def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int
             return None  # count(c) of rows would need their values of c
         for agg in counts:
             agg.replace(exp.cast(exp.Literal.number(n), "BIGINT"))
-        return exp.select(*items).sql(dialect="spark") + ONE_ROW
+        return exp.select(*items)
     except (KeyError, AttributeError, TypeError, ValueError, OSError, pa.ArrowException):
         _log.debug("not answered (unexpected shape or data)", exc_info=True)
         return None

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from . import class_archive
@@ -84,7 +88,6 @@ def _check_required(conf: Mapping[str, str]) -> None:
 
 def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     """Launch the driver JVM (if none runs yet) with its stdout/stderr and log4j output going to log_file."""
-    from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:  # a JVM of this process already runs: it keeps its logging
@@ -94,9 +97,56 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dducklake.spark.log={log_file}"
     spark_conf = SparkConf(loadDefaults=True).set(JAVA_OPTIONS, _joined(conf.get(JAVA_OPTIONS), options))
-    with open(log_file, "ab") as out:
-        SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
-    SparkContext._jvm = SparkContext._gateway.jvm
+    proc, port, secret = _launch_driver(spark_conf, log_file)
+    with _LAUNCH_ENV_LOCK:  # PySpark connects to a running driver named by these two variables
+        saved = {k: os.environ.get(k) for k in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
+        os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
+        try:
+            gateway = launch_gateway(spark_conf)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    gateway.proc = proc  # its stdin pipe: the driver exits when this process ends (EOF)
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+_LAUNCH_ENV_LOCK = threading.Lock()
+
+
+def _launch_driver(spark_conf: SparkConf, log_file: str) -> tuple[subprocess.Popen, int, str]:
+    """Start the driver JVM as PySpark's launch_gateway does, but without a Python `preexec_fn`: the session may
+    start in one of dbt's threads while others run DuckDB or Arrow, and Python code run in the child between fork
+    and exec of such a process can crash it (seen: the child killed by SIGSEGV). A new session keeps the terminal's
+    Ctrl-C from the JVM instead (PySpark ignores SIGINT in the child); dbt cancels the jobs itself."""
+    from pyspark.find_spark_home import _find_spark_home
+    from pyspark.serializers import UTF8Deserializer, read_int
+
+    command = [os.path.join(_find_spark_home(), "bin", "spark-submit")]
+    for key, value in spark_conf.getAll():
+        command += ["--conf", f"{key}={value}"]
+    command += shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell"))
+    conn_dir = tempfile.mkdtemp(prefix="ducklake-driver-")
+    try:
+        conn_file = os.path.join(conn_dir, "conn")
+        env = {**os.environ, "SPARK_CONNECT_MODE": "0", "_PYSPARK_DRIVER_CONN_INFO_PATH": conn_file}
+        with open(log_file, "ab") as out:
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, stderr=out, env=env,
+                                    start_new_session=True)
+        while proc.poll() is None and not os.path.isfile(conn_file):
+            time.sleep(0.02)
+        if not os.path.isfile(conn_file):
+            raise RuntimeError(f"the Spark driver JVM exited (status {proc.returncode}) before it was ready; "
+                               f"its output: {log_file}")
+        with open(conn_file, "rb") as info:
+            port = read_int(info)
+            secret = UTF8Deserializer().loads(info)
+        return proc, port, secret
+    finally:
+        shutil.rmtree(conn_dir, ignore_errors=True)
 
 
 def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSession:
@@ -116,9 +166,74 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSes
     return spark
 
 
+class LazySession:
+    """A SparkSession made on first use: statements that Spark need not run (answered from the catalog or on the
+    driver) do not wait for a JVM to start, and a dbt command whose nodes never need Spark starts none.
+
+    It stands for the session it makes: any attribute but its own is the session's (made then, once, by `make`;
+    a failure is kept and raised again to every later use). Job tags asked for before the start are applied by
+    each thread at its first use after it (`tag_jobs`), so the statement that starts Spark is tagged too."""
+
+    def __init__(self, make: Callable[[], SparkSession], *, classic: bool) -> None:
+        self._make = make
+        self.classic = classic  # answered without starting it (`is_classic`)
+        self._session: SparkSession | None = None
+        self._failure: BaseException | None = None
+        self._lock = threading.Lock()
+        self._pending = threading.local()  # this thread's job tag, set before the start
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def session(self) -> SparkSession:
+        """The session, made now if it was not yet."""
+        spark = self._session
+        if spark is None:
+            with self._lock:
+                if self._failure is not None:
+                    raise self._failure
+                if self._session is None:
+                    try:
+                        self._session = self._make()
+                    except BaseException as e:
+                        self._failure = e
+                        raise
+                spark = self._session
+        tag = getattr(self._pending, "tag", None)
+        if tag is not None:
+            self._pending.tag = None
+            tag_jobs(spark, tag)
+        return spark
+
+    def pend_tag(self, tag: str) -> None:
+        self._pending.tag = tag
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") or name in ("_make", "_session", "_failure", "_lock", "_pending", "classic"):
+            raise AttributeError(name)  # copy, pickle and half-made instances look these up: never start for them
+        return getattr(self.session(), name)
+
+
+def is_started(spark: SparkSession | LazySession) -> bool:
+    """Whether the session exists (a lazy one not started yet has no views, no jobs, no settings made)."""
+    return spark.started if isinstance(spark, LazySession) else True
+
+
+def session_of(spark: SparkSession | LazySession) -> SparkSession:
+    """The session itself (made now if lazy): for PySpark calls that need the real object."""
+    return spark.session() if isinstance(spark, LazySession) else spark
+
+
 def tag_jobs(spark: SparkSession, tag: str) -> None:
     """Tag the Spark jobs this thread starts from now on (classic: a thread-local job tag; Connect: an operation
-    tag), so that `cancel_tagged` stops exactly them."""
+    tag), so that `cancel_tagged` stops exactly them. A lazy session not started yet gets the tag at this thread's
+    first use."""
+    if isinstance(spark, LazySession):
+        if not spark.started:
+            spark.pend_tag(tag)
+            return
+        spark = spark.session()
     if is_classic(spark):
         spark.sparkContext.addJobTag(tag)
         spark.sparkContext.setInterruptOnCancel(True)  # a cancel interrupts running tasks, not only pending ones
@@ -128,7 +243,12 @@ def tag_jobs(spark: SparkSession, tag: str) -> None:
 
 def cancel_tagged(spark: SparkSession, tag: str, running: Callable[[], bool], limit_seconds: float = 60.0) -> None:
     """Cancel the jobs with this tag until `running()` turns false (a query under adaptive execution is several jobs
-    that start one after another, so one cancel is not enough), at most limit_seconds; in a daemon thread."""
+    that start one after another, so one cancel is not enough), at most limit_seconds; in a daemon thread. A lazy
+    session that never started ran no job."""
+    if isinstance(spark, LazySession):
+        if not spark.started:
+            return
+        spark = spark.session()
 
     def loop() -> None:
         deadline = time.monotonic() + limit_seconds
@@ -149,6 +269,10 @@ def cancel_tagged(spark: SparkSession, tag: str, running: Callable[[], bool], li
 
 def cancel_all(spark: SparkSession) -> None:
     """Cancel the running jobs of a session, classic or Connect (no SparkContext there)."""
+    if isinstance(spark, LazySession):
+        if not spark.started:
+            return
+        spark = spark.session()
     if hasattr(spark, "interruptAll") and not hasattr(spark, "_jsparkSession"):
         spark.interruptAll()
     else:
@@ -163,4 +287,6 @@ def apply_required_conf(spark: SparkSession) -> None:
 
 def is_classic(spark: SparkSession) -> bool:
     """A session with a JVM in this process (not Spark Connect): its DataFrames are analyzed when made."""
+    if isinstance(spark, LazySession):
+        return spark.classic
     return hasattr(spark, "_jsparkSession")

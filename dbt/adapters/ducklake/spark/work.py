@@ -14,9 +14,11 @@ import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
+import pyarrow as pa
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from sqlglot.errors import ParseError
 
 from ..lake.catalog.state import LakeState, ci_lookup
@@ -32,7 +34,7 @@ from .names import SPARK_SQL_TAG
 from .scan import file_uri
 from .sql_literals import ident
 from .types import from_spark, spark_schema, to_spark
-from .write import stage_append, stage_create_table_as, write_files
+from .write import stage_append, stage_create_table_as, stage_create_table_from_arrow, write_files
 
 
 class UnitOfWorkError(ValueError):
@@ -225,6 +227,15 @@ class LakeWork:
             self.tx.drop_view(schema, table)
         stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by, replace=replace,
                               comment=comment, not_null=not_null, types=types, bounded=bounded)
+        self._touch(schema, table)
+
+    def create_table_from_arrow(self, schema: str, table: str, spark_types: T.StructType, data: pa.Table, *,
+                                replace: bool = False) -> None:
+        """CREATE [OR REPLACE] TABLE ... AS rows the driver holds, typed as a DataFrame of spark_types would be
+        (`write.stage_create_table_from_arrow`)."""
+        if replace and ci_lookup(self.tx.base.views, (schema, table)) is not None:
+            self.tx.drop_view(schema, table)
+        stage_create_table_from_arrow(self.tx, schema, table, spark_types, data, replace=replace)
         self._touch(schema, table)
 
     def clone_table(self, source_schema: str, source: str, schema: str, table: str, *, replace: bool = False) -> str:

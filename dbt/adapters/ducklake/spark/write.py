@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
@@ -42,7 +43,7 @@ from ..lake.types import format_value, parse_type
 from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.write.faults import fault_point
 from ..lake.write.partitioning import validate_transform
-from ..lake.write.writer import NULL_PARTITION_DIR
+from ..lake.write.writer import NULL_PARTITION_DIR, write_data_files
 from .local_write import write_local
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
@@ -169,6 +170,27 @@ def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, ta
     columns = columns_from_spark(df.schema, not_null, types)
     staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
     return _stage_files(spark, txn, schema, table, staged, df, bounded)
+
+
+def stage_create_table_from_arrow(txn: Transaction, schema: str, table: str, spark_types: T.StructType,
+                                  data: pa.Table, *, replace: bool = False) -> list[DataFileSpec]:
+    """Stage CREATE [OR REPLACE] TABLE ... AS rows the driver holds (a seed's values) as `stage_create_table_as` would
+    stage a DataFrame of that Spark schema whose rows Spark evaluates on the driver (`local_write`): the same columns,
+    the same files, no Spark.
+
+    Raises:
+        ValueError: a column Spark writes in another type than its values' (`needs_conversion`): give a DataFrame.
+    """
+    columns = columns_from_spark(spark_types)
+    if any(needs_conversion(c) for c in columns):
+        raise ValueError(f"columns {[c.name for c in columns if needs_conversion(c)]} are written by Spark")
+    staged = txn.create_table(schema, table, columns, replace=replace)
+    table_dir = txn.table_path(staged)
+    files = write_data_files(staged, table_dir, data.rename_columns([c.name for c in staged.columns]))
+    txn.own_files([f.path for f in files], table_dir)
+    if files:
+        txn.add_data_files(schema, table, files)
+    return files
 
 
 # ------------------------------------------------------------------------------------------ conforming the data

@@ -1,0 +1,162 @@
+"""dbt commands whose nodes need no Spark start none: the embedded session is lazy (spark/session.LazySession), and
+`seed` and `test` do not prestart it.
+
+- `dbt test` whose data tests the catalog's statistics or the driver answer: the answers' rows of literals are computed
+  on the driver (spark/literal_row.py); pass/fail counts are DuckDB's. A test that needs Spark in the same kind of
+  run starts it then, from one of dbt's threads, and gets DuckDB's count too.
+- `dbt seed` of dbt's inferred types: values converted on the driver (seeds.seed_arrow). DuckDB reads the same rows
+  and types as from the same CSV loaded through Spark's casts (a column_types override that Spark casts), which
+  starts Spark then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbt.adapters.ducklake.lake import DuckLake
+from tests.support import reference
+from tests.support.spark_cluster import REPO_ROOT
+
+SCHEMA_YML = """
+version: 2
+models:
+  - name: orders
+    columns:
+      - name: id
+        data_tests: [not_null, unique]
+      - name: grp
+        data_tests: [unique]
+      - name: name
+        data_tests:
+          - not_null
+          - not_null:
+              name: not_null_orders_name_warn_over_5
+              config: {warn_if: ">5", error_if: ">= 100"}
+          - not_null:
+              name: not_null_orders_name_warn_over_1
+              config: {warn_if: "> 1", error_if: "!= 2"}
+      - name: kind
+        data_tests:
+          - accepted_values:
+              arguments:
+                values: ['even']
+"""
+NEEDS_SPARK = """
+select o.id from {{ ref('orders') }} o join {{ ref('orders') }} p on o.id = p.id + 1 where o.name like 'o1%'
+"""
+
+
+def _project(root: Path, catalog: str, data: Path) -> Path:
+    (root / "models").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "dbt_project.yml").write_text("name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\n")
+    (root / "models" / "orders.sql").write_text("{{ config(materialized='table') }}\nselect 1 as id")
+    (root / "models" / "schema.yml").write_text(SCHEMA_YML)
+    (root / "tests" / "joined_orders.sql").write_text(NEEDS_SPARK)
+    (root / "profiles.yml").write_text(
+        "lazy:\n  target: dev\n  outputs:\n    dev:\n      type: ducklake\n"
+        f"      catalog: '{catalog}'\n      data_path: '{data}/'\n      schema: main\n      master: 'local[1]'\n"
+        "      threads: 4\n      spark_config: {spark.sql.shuffle.partitions: '2'}\n")
+    return root
+
+
+def _dbt(project: Path, command: str, *select: str) -> dict[str, tuple[str, int]]:
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-c", "from dbt.cli.main import cli; cli()", command, "--project-dir",
+                           str(project), "--log-path", str(project / "logs"), *select], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    return {r["unique_id"].split(".")[2]: (r["status"], r["failures"]) for r in results}
+
+
+@pytest.mark.slow
+def test_answered_tests_start_no_spark(tmp_path: Path) -> None:
+    catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
+    DuckLake.create(catalog, str(data) + "/").close()
+    with reference.attached(catalog, options={"DATA_INLINING_ROW_LIMIT": 0}) as con:
+        con.execute("CREATE TABLE lake.main.orders AS SELECT range AS id, range % 5 AS grp, 'o' || range AS name, "
+                    "CASE WHEN range % 2 = 0 THEN 'even' ELSE 'odd' END AS kind FROM range(30)")
+        con.execute("INSERT INTO lake.main.orders VALUES (30, 0, NULL, 'even'), (31, 1, NULL, 'odd')")
+        t = "lake.main.orders"
+        q = con.execute
+        expected = {
+            "not_null_orders_id": q(f"SELECT count(*) FROM {t} WHERE id IS NULL").fetchone()[0],
+            "unique_orders_id": q(f"SELECT count(*) FROM (SELECT id FROM {t} GROUP BY id HAVING count(*) > 1)"
+                                  ).fetchone()[0],
+            "unique_orders_grp": q(f"SELECT count(*) FROM (SELECT grp FROM {t} GROUP BY grp HAVING count(*) > 1)"
+                                   ).fetchone()[0],
+            "not_null_orders_name": q(f"SELECT count(*) FROM {t} WHERE name IS NULL").fetchone()[0],
+            "not_null_orders_name_warn_over_5": q(f"SELECT count(*) FROM {t} WHERE name IS NULL").fetchone()[0],
+            "not_null_orders_name_warn_over_1": q(f"SELECT count(*) FROM {t} WHERE name IS NULL").fetchone()[0],
+            "accepted_values_orders_kind__even": q(f"SELECT count(DISTINCT kind) FROM {t} WHERE kind <> 'even'"
+                                                   ).fetchone()[0],
+        }
+        joined = q(f"SELECT count(*) FROM {t} o JOIN {t} p ON o.id = p.id + 1 WHERE o.name LIKE 'o1%'").fetchone()[0]
+    assert expected == {"not_null_orders_id": 0, "unique_orders_id": 0, "unique_orders_grp": 5,
+                        "not_null_orders_name": 2, "not_null_orders_name_warn_over_5": 2, "not_null_orders_name_warn_over_1": 2,
+                        "accepted_values_orders_kind__even": 1} and joined == 11
+    project = _project(tmp_path / "p", catalog, data)
+    spark_log = project / "logs" / "spark.log"
+
+    # dbt's statuses from the counts and each test's thresholds (a pass reports 0 failures)
+    want = {name: ("pass", 0) if n == 0 else ("fail", n) for name, n in expected.items()}
+    want["not_null_orders_name_warn_over_5"] = ("pass", 0)
+    want["not_null_orders_name_warn_over_1"] = ("warn", 2)
+    got = _dbt(project, "test", "--select", "test_type:generic")
+    assert got == want
+    assert not spark_log.exists()  # no driver JVM was started for them
+
+    got = _dbt(project, "test")  # with a test Spark must run: started by it, in one of dbt's threads
+    assert got.pop("joined_orders") == ("fail", joined)
+    assert got == want
+    assert spark_log.exists()
+
+
+SEED_CSV = """id,amount,flag,day,at,at_space,at_zone,label
+1,1.5,true,2024-01-01,2024-01-01T10:00:00,2024-01-01 10:00:00,2024-01-01T10:00:00+02:00,héllo
+-2,0.1,false,1999-12-31,2024-02-29T23:59:59.123456,1970-01-01 00:00:00,2024-01-01T00:00:00Z,"with ""quote"", comma"
+9223372036854775807,12345678901234.5,,2000-02-29,,,2024-06-01T12:30:00-05:00,
+-9223372036854775808,0.00001,true,,1970-01-01T00:00:00,2000-01-01 00:00:01,,plain
+"""
+
+
+@pytest.mark.slow
+def test_seeds_of_inferred_types_start_no_spark(tmp_path: Path) -> None:
+    catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
+    project = _project(tmp_path / "p", catalog, data)
+    (project / "seeds").mkdir()
+    (project / "seeds" / "driver_seed.csv").write_text(SEED_CSV)
+    (project / "seeds" / "spark_seed.csv").write_text(SEED_CSV)
+    spark_log = project / "logs" / "spark.log"
+
+    assert _dbt(project, "seed", "--select", "driver_seed") == {"driver_seed": ("success", None)}
+    assert not spark_log.exists()  # no driver JVM was started for it
+    # the same CSV through Spark's casts: `long` is Spark's bigint, a type the driver leaves to Spark
+    (project / "dbt_project.yml").write_text(
+        "name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\n"
+        "seeds:\n  lazy:\n    spark_seed:\n      +column_types: {id: long}\n")
+    assert _dbt(project, "seed", "--select", "spark_seed") == {"spark_seed": ("success", None)}
+    assert spark_log.exists()
+    with reference.attached(catalog, read_only=True) as con:
+        def table(name: str) -> tuple[list[tuple], list[tuple]]:
+            types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE lake.main.{name})").fetchall()
+            rows = con.execute(f"SELECT * FROM lake.main.{name} ORDER BY id").fetchall()
+            return types, rows
+
+        driver, spark = table("driver_seed"), table("spark_seed")
+        snapshots = con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()[0]
+    assert driver == spark
+    types, rows = driver
+    zoned = "TIMESTAMP WITH TIME ZONE"
+    assert dict(types) == {"id": "BIGINT", "amount": "DOUBLE", "flag": "BOOLEAN", "day": "DATE", "at": zoned,
+                           "at_space": zoned, "at_zone": zoned, "label": "VARCHAR"}
+    assert [r[0] for r in rows] == [-9223372036854775808, -2, 1, 9223372036854775807]
+    assert rows[2][7] == "héllo" and rows[1][7] == 'with "quote", comma' and rows[3][7] is None
+    assert snapshots == 3  # the lake's creation, then one snapshot per seed

@@ -1,0 +1,87 @@
+"""Rows of literals computed on the driver (spark/literal_row.py) are Spark's own: same column names, same types,
+same values, for dbt's data-test wrapper with default and configured thresholds; other shapes are left to Spark.
+A LazySession stands for its session and starts it only when used."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from pyspark.sql import SparkSession
+
+from dbt.adapters.ducklake.spark.literal_row import literal_row
+from dbt.adapters.ducklake.spark.read_pruning import ONE_ROW
+from dbt.adapters.ducklake.spark.session import LazySession, cancel_tagged, is_classic, tag_jobs
+
+ANSWERED = [
+    # dbt's default wrapper: count(*) != 0 for warn and error
+    "SELECT CAST(0 AS BIGINT) AS failures, CAST(0 AS BIGINT) <> 0 AS should_warn, CAST(0 AS BIGINT) <> 0 AS should_error",
+    "SELECT CAST(7 AS BIGINT) AS failures, CAST(7 AS BIGINT) != 0 AS should_warn, CAST(7 AS BIGINT) != 0 AS should_error",
+    # configured thresholds: `warn_if: ">10"`, `error_if: ">= 100"`, and the other comparisons
+    "SELECT CAST(12 AS BIGINT) AS failures, CAST(12 AS BIGINT) > 10 AS should_warn, CAST(12 AS BIGINT) >= 100 AS e",
+    "SELECT CAST(3 AS BIGINT) < 4 AS a, CAST(3 AS BIGINT) <= 3 AS b, CAST(3 AS BIGINT) = 3 AS c, (CAST(3 AS BIGINT)) = -3 AS d",
+    "SELECT NOT CAST(1 AS BIGINT) > 0 AS n, CAST(1 AS BIGINT) > 0 AND CAST(1 AS BIGINT) < 5 AS a, "
+    "CAST(1 AS BIGINT) > 5 OR CAST(1 AS BIGINT) = 1 AS o",
+    "SELECT CAST(9223372036854775807 AS BIGINT) AS big, CAST(9223372036854775807 AS BIGINT) > 3000000000 AS w",
+    "SELECT CAST(0 AS BIGINT) AS Failures",  # the alias's case kept
+]
+LEFT_TO_SPARK = [
+    "SELECT 0 AS failures",  # an INT literal: Spark's type for a bare number is not decided here
+    "SELECT -2147483648 AS x",
+    "SELECT CAST(0 AS INT) AS failures",
+    "SELECT CAST(0 AS BIGINT)",  # no alias: Spark names it
+    "SELECT CAST(0 AS BIGINT) + 1 AS s",  # arithmetic
+    "SELECT CAST(0 AS BIGINT) > 1.5 AS w",  # a decimal
+    "SELECT CAST(NULL AS BIGINT) AS n",
+    "SELECT CAST(0 AS BIGINT) > 0 AS w FROM t",  # a FROM
+    "SELECT CAST('0' AS BIGINT) AS s",
+    "SELECT coalesce(CAST(0 AS BIGINT), 1) AS c",
+]
+
+
+@pytest.mark.parametrize("sql", ANSWERED)
+def test_rows_are_sparks(spark: SparkSession, sql: str) -> None:
+    row = literal_row(sqlglot.parse_one(sql, read="spark"))
+    assert row is not None
+    df = spark.sql(sql + ONE_ROW)
+    assert row.columns == [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    got = tuple(df.collect()[0])
+    assert row.values == got and [type(v) for v in row.values] == [type(v) for v in got]
+
+
+@pytest.mark.parametrize("sql", LEFT_TO_SPARK)
+def test_other_shapes_are_left_to_spark(sql: str) -> None:
+    assert literal_row(sqlglot.parse_one(sql, read="spark")) is None
+
+
+def test_a_lazy_session_starts_on_first_use(spark: SparkSession) -> None:
+    made: list[int] = []
+
+    def make() -> SparkSession:
+        made.append(1)
+        return spark
+
+    lazy = LazySession(make, classic=True)
+    assert is_classic(lazy) and not lazy.started  # answered without starting it
+    tag_jobs(lazy, "lazy-tag")  # kept for this thread's first use
+    cancel_tagged(lazy, "lazy-tag", lambda: True)  # nothing ran: nothing to cancel, nothing started
+    assert not made and not lazy.started
+    assert lazy.sql("SELECT 41 + 1 AS x").collect()[0][0] == 42
+    assert made == [1] and lazy.started and lazy.session() is spark
+    assert "lazy-tag" in spark.sparkContext.getJobTags()  # the pending tag was applied at the first use
+    spark.sparkContext.removeJobTag("lazy-tag")
+    lazy.sql("SELECT 1").collect()
+    assert made == [1]  # made once
+
+
+def test_a_failed_start_is_raised_to_every_use() -> None:
+    calls: list[int] = []
+
+    def make() -> SparkSession:
+        calls.append(1)
+        raise RuntimeError("no java here")
+
+    lazy = LazySession(make, classic=True)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="no java here"):
+            lazy.sql("SELECT 1")
+    assert calls == [1] and not lazy.started
