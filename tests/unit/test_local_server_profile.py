@@ -13,6 +13,14 @@ from dbt.adapters.ducklake.credentials import DuckLakeCredentials
 from dbt.adapters.ducklake.spark import local_server
 
 
+@pytest.fixture(autouse=True)
+def _as_dbt_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `dbt debug` shows (an earlier dbt invocation of this process leaves its command in dbt's flags)."""
+    from dbt.adapters.ducklake import credentials
+
+    monkeypatch.setattr(credentials, "dbt_command", lambda: "debug")
+
+
 def creds(tmp_path: Path, **kw: object) -> DuckLakeCredentials:
     return DuckLakeCredentials.from_dict({"catalog": str(tmp_path / "c.ducklake"), "data_path": str(tmp_path / "d/"),
                                           "schema": "main", **kw})

@@ -196,7 +196,7 @@ class LazySession:
                 if self._session is None:
                     try:
                         self._session = self._make()
-                    except BaseException as e:
+                    except Exception as e:  # a Ctrl-C meanwhile is not the start's failure: not kept
                         self._failure = e
                         raise
                 spark = self._session
