@@ -33,7 +33,7 @@ from .relation import DuckLakeRelation
 from .runtime import SetupError
 from .spark.names import table_refs
 from .spark.pruned_frames import prunable
-from .spark.session import session_of
+from .spark.session import is_started, session_of
 from .spark.types import to_spark
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -263,7 +263,7 @@ class DuckLakeAdapter(SparkAdapter):
         """Whether Spark's `timestamp` is TIMESTAMP_NTZ here (the session's setting; before Spark starts, no SET can
         have changed the profile's)."""
         spark = h.runtime.spark
-        if getattr(spark, "started", True):
+        if is_started(spark):
             value = spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ")
         else:
             value = h.creds.spark_config.get("spark.sql.timestampType", "TIMESTAMP_LTZ")

@@ -14,7 +14,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from .lake.types import INT_RANGES
 from .router import Change
+from .spark.local_write import arrow_type
 from .spark.sql_literals import string_literal
 
 VALUES_CELLS = 5_000  # an inline table of this many literals parses and analyzes faster than a Spark job writes it
@@ -53,10 +55,8 @@ _DRIVER_TYPES: dict[str, T.DataType] = {
     "bigint": T.LongType(), "double": T.DoubleType(), "string": T.StringType(), "boolean": T.BooleanType(),
     "date": T.DateType(), "timestamp": T.TimestampType(),
 }
-_ARROW = {"bigint": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
-          "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC")}
 DRIVER_ROWS = 100_000  # as many rows as a small Spark result the driver writes (spark/local_write)
-_LONG = (-(2**63), 2**63 - 1)
+_LONG = INT_RANGES["int64"]
 
 
 class _ToSpark(Exception):
@@ -79,7 +79,8 @@ def seed_arrow(names: Sequence[str], rows: Sequence[Sequence[Any]], types: Seque
                                                   for k in kinds):
         return None
     try:
-        arrays = [pa.array([_driver_value(k, row[i]) for row in rows], type=_ARROW[k]) for i, k in enumerate(kinds)]
+        arrays = [pa.array([_driver_value(k, row[i]) for row in rows], type=arrow_type(_DRIVER_TYPES[k]))
+                  for i, k in enumerate(kinds)]
     except _ToSpark:
         return None
     schema = T.StructType([T.StructField(n, _DRIVER_TYPES[k]) for n, k in zip(names, kinds, strict=True)])

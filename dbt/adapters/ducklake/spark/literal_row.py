@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from ..lake.types import INT_RANGES
 
-_LONG = INT_RANGES["int64"]
+_LONG, _INT = INT_RANGES["int64"], INT_RANGES["int32"]
 _COMPARE: dict[type, Callable[[int, int], bool]] = {
     exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.GT: operator.gt, exp.GTE: operator.ge, exp.LT: operator.lt,
     exp.LTE: operator.le,
@@ -79,7 +79,7 @@ def _evaluate(node: exp.Expression) -> tuple[str, object]:
         if not _LONG[0] <= value <= _LONG[1]:
             raise _NotEvaluated
         # Spark types an integer literal INT when it fits, else BIGINT
-        return ("int" if -2**31 <= value < 2**31 else "bigint"), value
+        return ("int" if _INT[0] <= value <= _INT[1] else "bigint"), value
     if isinstance(node, exp.Neg):
         kind, value = _evaluate(node.this)
         if kind not in ("int", "bigint") or not isinstance(value, int) or value == _LONG[0]:

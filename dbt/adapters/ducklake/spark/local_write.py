@@ -50,7 +50,8 @@ def is_local(df: DataFrame) -> bool:
     return plan.getClass().getSimpleName() == "LocalRelation"
 
 
-def _arrow_type(dt: T.DataType) -> pa.DataType | None:
+def arrow_type(dt: T.DataType) -> pa.DataType | None:
+    """The Arrow type the driver writes a Spark type's collected values as (None: Spark writes them)."""
     if isinstance(dt, T.DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
     return _ARROW.get(type(dt))
@@ -68,7 +69,7 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             or any(needs_conversion(c) for c in table.columns)):
         return None
     fields = df.schema.fields
-    types = [_arrow_type(f.dataType) for f in fields]
+    types = [arrow_type(f.dataType) for f in fields]
     if len(fields) != len(table.columns) or any(t is None for t in types):
         return None
     if not classic:

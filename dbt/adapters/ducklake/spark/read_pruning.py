@@ -142,9 +142,7 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
                     edits += _prune_select(spark, state, sql, tokens, select, ctes, out, refresh, inline, empty)
         if "count" in lower:
             answered = _aggregate_answer(tree, lambda q: 0 if id(q) in empty else _counted(state, q))
-            if answered is not None:  # the pruned reads' views are not needed (nor made)
-                for v in out.views:
-                    spark.catalog.dropTempView(v)
+            if answered is not None:  # the pruned reads' views are not needed (nor made: `pending`)
                 return PrunedQuery(answered.sql(dialect="spark") + ONE_ROW, row=literal_row(answered),
                                    replaced={(t.db.lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.db})
         edits += _answered_subqueries(state, tree, tokens, edits)

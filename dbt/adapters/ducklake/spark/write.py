@@ -150,7 +150,12 @@ def stage_append(spark: SparkSession, txn: Transaction, schema: str, table: str,
 def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str, info: TableInfo, df: DataFrame,
                  bounded: bool = False) -> list[DataFileSpec]:
     table_dir = txn.table_path(info)
-    files = write_files(spark, df, info, table_dir, bounded=bounded)
+    return _stage_written(txn, schema, table, table_dir, write_files(spark, df, info, table_dir, bounded=bounded))
+
+
+def _stage_written(txn: Transaction, schema: str, table: str, table_dir: str, files: list[DataFileSpec]
+                   ) -> list[DataFileSpec]:
+    """Files just written into the table's directory, staged in txn (owned: removed if it rolls back)."""
     txn.own_files([f.path for f in files], table_dir)
     if files:
         txn.add_data_files(schema, table, files)
@@ -186,11 +191,8 @@ def stage_create_table_from_arrow(txn: Transaction, schema: str, table: str, spa
         raise ValueError(f"columns {[c.name for c in columns if needs_conversion(c)]} are written by Spark")
     staged = txn.create_table(schema, table, columns, replace=replace)
     table_dir = txn.table_path(staged)
-    files = write_data_files(staged, table_dir, data.rename_columns([c.name for c in staged.columns]))
-    txn.own_files([f.path for f in files], table_dir)
-    if files:
-        txn.add_data_files(schema, table, files)
-    return files
+    return _stage_written(txn, schema, table, table_dir,
+                          write_data_files(staged, table_dir, data.rename_columns([c.name for c in staged.columns])))
 
 
 # ------------------------------------------------------------------------------------------ conforming the data
