@@ -1,4 +1,4 @@
-"""`master: local-server`: successive dbt commands share a warm Spark Connect server per lake.
+"""`master: local-server`: successive dbt commands share a warm Spark driver per lake (joined through Py4J).
 
 Two projects, each with its own lake and a model of the same name (`main.m`), run as real `dbt` processes: the first
 command starts the lake's server, later ones reuse it, the other lake gets its own server (Spark's session catalog is
@@ -123,7 +123,8 @@ def test_warm_server_life_cycle_with_two_lakes(tmp_path: Path, servers: str) -> 
 
     debug = dbt(a, servers, "debug", log_dir=tmp_path / "log5")
     assert debug.returncode == 0, debug.stdout[-3000:]
-    assert f"spark_server: running at sc://localhost:{info_a['port']} (pid {info_a['pid']})" in debug.stdout
+    assert (f"spark_server: running: Spark driver (Py4J gateway) at 127.0.0.1:{info_a['port']} (pid {info_a['pid']})"
+            in debug.stdout)
     assert f"(pid {info_a['pid']}, reused" in debug.stdout and f"log: {info_a['log']}" in debug.stdout
 
     # the server and its supervisor killed outright (server.json left behind): the next command starts a new one

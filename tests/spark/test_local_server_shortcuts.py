@@ -1,6 +1,6 @@
-"""The warm local server (Spark Connect) takes the classic session's shortcuts: seeds written by the driver without a
-Spark job (spark/local_write), no view re-registration at a commit (spark/names: `LakeNames.invalidate`), and read
-pruning (spark/read_pruning: derived tables instead of temporary views).
+"""A local Spark Connect server (`local_server` kind "connect") takes the classic session's shortcuts: seeds written
+by the driver without a Spark job (spark/local_write), no view re-registration at a commit (spark/names:
+`LakeNames.invalidate`), and read pruning (spark/read_pruning: derived tables instead of temporary views).
 
 A process holds either a classic SparkSession or a Connect one: each Connect client is a child process (`python -m
 tests.spark.test_local_server_shortcuts <workload> <args json>`, see `WORKLOADS`) attached to the module's server
@@ -62,7 +62,7 @@ def _session(root: str) -> tuple[Any, str]:
     from dbt.adapters.ducklake.spark.session import connect_session, is_classic
 
     server = local_server.attach(SCOPE, f"test {SCOPE}", "local[1]", {"spark.sql.shuffle.partitions": "2"},
-                                 idle_timeout=600, root=root)
+                                 idle_timeout=600, root=root, kind="connect")
     spark = connect_session(server.url)
     assert not is_classic(spark)
     return spark, server.url

@@ -132,7 +132,9 @@ class DuckLakeCredentials(Credentials):
         info = local_server.status(directory)
         if info is None:
             return f"not running (the first command starts it); its log: {directory}/server.log"
-        return f"running at sc://localhost:{info['port']} (pid {info['pid']}); its log: {info['log']}"
+        kind = str(info.get("kind", "connect"))
+        return (f"running: {local_server.WHAT[kind]} at {local_server.address(kind, int(info['port']))} "
+                f"(pid {info['pid']}); its log: {info['log']}")
 
     def catalog_location(self) -> CatalogLocation:
         """Where the catalog is, with the profile's `password` (if any) in its URL."""

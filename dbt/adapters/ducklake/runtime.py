@@ -8,7 +8,8 @@ An embedded Spark session starts in the background as soon as the adapter is mad
 whose nodes run Spark statements: the JVM's start (2-4 s) then overlaps dbt's parse of the project instead of
 following it. The embedded session is lazy (`LazySession`): the first statement that needs Spark takes the started
 session, or the start's error, as if it had started it; statements answered without Spark (data tests the catalog's
-statistics or the driver answer) do not wait for it.
+statistics or the driver answer) do not wait for it. With `master: local-server` the session is lazy too: the warm
+server (a shared driver JVM) is found or started when the runtime is made, and joined at the first statement.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .lake.paths import to_local
 from .spark import local_server
 from .spark.local_server import LocalServer
 from .spark.names import LakeNames
-from .spark.session import LazySession, build_session, cancel_all, connect_session
+from .spark.session import LazySession, build_session, cancel_all, connect_session, gateway_session, leave_gateway
 
 if TYPE_CHECKING:
     from .credentials import DuckLakeCredentials
@@ -110,25 +111,29 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             _quiet_spark_logs()
             with _component(f"the catalog {creds.catalog_display!r}", creds):
                 lake = _open_lake(creds)
-            if _embedded(creds):
+            server = None
+            if creds.server_master is not None:  # the warm server is found (or started) now, joined on first use
+                with _component(f"Spark (master {creds.master!r})", creds):
+                    server = _attach_server(creds)
+            if _embedded(creds) or server is not None:
                 spark: SparkSession = LazySession(lambda: _start_embedded(creds, key), classic=True)  # type: ignore[assignment]
-                server = None
                 _cancel_on_interrupt(spark)
             else:
                 with _component(f"Spark (master {creds.master!r})", creds):
-                    spark, server = _spark(creds)
+                    spark, _ = _spark(creds)
             rt = Runtime(spark, lake, LakeNames(spark, lake), server=server)  # type: ignore[arg-type]
             _RUNTIMES[key] = rt
         return rt
 
 
 def _embedded(creds: DuckLakeCredentials) -> bool:
-    """A driver JVM in this process (not Spark Connect: a remote or the warm local server)."""
+    """A driver JVM of this process (not Spark Connect, not the warm local server's shared driver)."""
     return not creds.master.startswith("sc://") and creds.server_master is None
 
 
 def _start_embedded(creds: DuckLakeCredentials, key: tuple) -> SparkSession:
-    """The embedded session, when a statement first needs it: the prestarted one (waited for), or started now."""
+    """The session, when a statement first needs it: the prestarted one (waited for), or started now (an embedded
+    driver, or a session on the warm local server's driver)."""
     with _LOCK:
         future = _PRESTARTS.pop(key, None)
     with _component(f"Spark (master {creds.master!r})", creds):
@@ -279,13 +284,13 @@ def _spark(creds: DuckLakeCredentials) -> tuple[SparkSession, LocalServer | None
     if creds.server_master is not None:
         server = _attach_server(creds)
         try:
-            spark = connect_session(server.url, conf)
+            spark = gateway_session(server.port, server.token, conf)
         except ValueError:  # the profile's settings, not the server
             raise
         except Exception:  # noqa: BLE001 - it died since it was checked: replaced once, then errors are the user's
             local_server.stop(server.directory)
             server = _attach_server(creds)
-            spark = connect_session(server.url, conf)
+            spark = gateway_session(server.port, server.token, conf)
         atexit.register(_leave_server, spark, server.directory)
         return spark, server
     spark = build_session(creds.master, "dbt-ducklake", conf, log_file=spark_log_file())
@@ -294,8 +299,8 @@ def _spark(creds: DuckLakeCredentials) -> tuple[SparkSession, LocalServer | None
 
 
 def _leave_server(spark: SparkSession, directory: str) -> None:
-    """At exit: free this process's session on the server (its temp views, its settings), then the lease, from when
-    the server's idle time counts."""
+    """At exit: free this process's session on the server (its jobs, its temp views, its settings), then the lease,
+    from when the server's idle time counts."""
     with contextlib.suppress(Exception):  # a server already gone has nothing to free
-        spark.stop()
+        leave_gateway(spark)
     local_server.release(directory)

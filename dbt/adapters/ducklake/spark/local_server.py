@@ -1,4 +1,9 @@
-"""A warm local Spark Connect server that successive processes on one machine share, started on first use.
+"""A warm local Spark server that successive processes on one machine share, started on first use.
+
+Two kinds (`KINDS`): a **driver** (what `master: local-server` runs) is a Spark driver JVM with PySpark's Py4J
+gateway, which each client process joins as its own driver would (`session.gateway_session`): every statement then
+costs what it costs the embedded driver, and the JVM (warm, its code compiled) is not started again. A **connect**
+server is a Spark Connect server (each statement a gRPC round trip; kept for clients that want Connect).
 
 `attach()` finds the server for a scope (a lake) and its Spark settings, or starts one, and holds a lease on it for
 the rest of the calling process. The server runs detached under a supervisor (`server_supervisor.py`) that stops it
@@ -42,6 +47,8 @@ LOG_ROTATE_BYTES = 10 * 1024 * 1024  # server.log is moved to server.log.1 at a 
 SERVER_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-connect-server.properties")
 
 _LEASES: dict[str, BinaryIO] = {}  # server directory -> the open use.lock this process holds shared
+KINDS = ("driver", "connect")
+WHAT = {"driver": "Spark driver (Py4J gateway)", "connect": "Spark Connect server"}
 
 
 class ServerError(RuntimeError):
@@ -50,25 +57,36 @@ class ServerError(RuntimeError):
 
 @dataclass(frozen=True)
 class LocalServer:
-    url: str  # for SparkSession.builder.remote: holds the token, never to be shown
     port: int
+    token: str  # the Connect token or the gateway's secret: never to be shown
     pid: int
     directory: str
     log_path: str
     started: float  # epoch seconds
     idle_timeout: float
     fresh: bool  # started by this process
+    kind: str = "driver"
+
+    @property
+    def url(self) -> str:
+        """For SparkSession.builder.remote (a Connect server): holds the token, never to be shown."""
+        return f"sc://localhost:{self.port}/;token={self.token}"
 
     @property
     def address(self) -> str:
         """Where it listens, for messages (no token)."""
-        return f"sc://localhost:{self.port}"
+        return address(self.kind, self.port)
 
     def describe(self) -> str:
         """One line for logs and `dbt debug`."""
         how = "started by this command" if self.fresh else f"reused, up {_age(time.time() - self.started)}"
-        return (f"local Spark Connect server at {self.address} (pid {self.pid}, {how}; stops after "
+        return (f"local {WHAT[self.kind]} at {self.address} (pid {self.pid}, {how}; stops after "
                 f"{self.idle_timeout:g} s unused); log: {self.log_path}")
+
+
+def address(kind: str, port: int) -> str:
+    """Where a server of this kind listens, for messages (no token)."""
+    return f"127.0.0.1:{port}" if kind == "driver" else f"sc://localhost:{port}"
 
 
 def default_root() -> str:
@@ -97,17 +115,18 @@ def server_settings(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     return settings
 
 
-def server_dir(scope: str, master: str, conf: Mapping[str, str], root: str | None = None) -> str:
-    """The directory of the server for this scope and these settings (also keyed by pyspark and Python, so an
-    upgrade or another virtualenv never reuses an older server)."""
+def server_dir(scope: str, master: str, conf: Mapping[str, str], root: str | None = None, *,
+               kind: str = "driver") -> str:
+    """The directory of the server for this scope, these settings and this kind (also keyed by pyspark and Python,
+    so an upgrade or another virtualenv never reuses an older server)."""
     identity = {"scope": scope, "settings": server_settings(master, conf), "pyspark": pyspark.__version__,
-                "python": sys.executable, "spark_home": _spark_home()}
+                "python": sys.executable, "spark_home": _spark_home(), "kind": kind}
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
     return os.path.join(root or default_root(), key)
 
 
 def attach(scope: str, label: str, master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
-           idle_timeout: float = DEFAULT_IDLE_TIMEOUT, root: str | None = None) -> LocalServer:
+           idle_timeout: float = DEFAULT_IDLE_TIMEOUT, root: str | None = None, kind: str = "driver") -> LocalServer:
     """The running server for scope and settings, started if there is none (or if it died), leased to this process
     until it exits. scope is hashed (it may hold secrets); label says what the server serves, in its files.
 
@@ -115,8 +134,10 @@ def attach(scope: str, label: str, master: str = "local[*]", conf: Mapping[str, 
         ServerError: it did not start, or another process held its lock too long.
         ValueError: conf contradicts a setting the layer needs.
     """
+    if kind not in KINDS:
+        raise ValueError(f"no local server of kind {kind!r} (kinds: {', '.join(KINDS)})")
     conf = dict(conf or {})
-    directory = server_dir(scope, master, conf, root)
+    directory = server_dir(scope, master, conf, root, kind=kind)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.chmod(directory, 0o700)  # server.json holds the token
     start_lock = _wait_for_lock(os.path.join(directory, sv.START_LOCK))
@@ -125,7 +146,7 @@ def attach(scope: str, label: str, master: str = "local[*]", conf: Mapping[str, 
         info = _running(directory)
         fresh = info is None
         if info is None:
-            info = _start(directory, label, master, conf, idle_timeout)
+            info = _start(directory, label, master, conf, idle_timeout, kind)
         if directory not in _LEASES:
             lease = open(os.path.join(directory, sv.USE_LOCK), "ab")  # noqa: SIM115 - held until the process exits
             fcntl.flock(lease.fileno(), fcntl.LOCK_SH)  # waits at most for the supervisor's brief probe
@@ -133,9 +154,9 @@ def attach(scope: str, label: str, master: str = "local[*]", conf: Mapping[str, 
         sv.touch(os.path.join(directory, sv.LAST_USED))
     finally:
         start_lock.close()
-    return LocalServer(url=f"sc://localhost:{info['port']}/;token={info['token']}", port=int(info["port"]),
-                       pid=int(info["pid"]), directory=directory, log_path=str(info["log"]),
-                       started=float(info["started"]), idle_timeout=idle_timeout, fresh=fresh)
+    return LocalServer(port=int(info["port"]), token=str(info["token"]), pid=int(info["pid"]), directory=directory,
+                       log_path=str(info["log"]), started=float(info["started"]), idle_timeout=idle_timeout,
+                       fresh=fresh, kind=str(info.get("kind", "connect")))
 
 
 def release(directory: str) -> None:
@@ -214,7 +235,8 @@ def _terminate(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _start(directory: str, label: str, master: str, conf: Mapping[str, str], idle_timeout: float) -> dict[str, Any]:
+def _start(directory: str, label: str, master: str, conf: Mapping[str, str], idle_timeout: float,
+           kind: str) -> dict[str, Any]:
     """Start a supervisor and its server; server.json's content once the server listens."""
     log_path = os.path.join(directory, sv.LOG)
     if os.path.exists(log_path) and os.path.getsize(log_path) > LOG_ROTATE_BYTES:
@@ -222,28 +244,34 @@ def _start(directory: str, label: str, master: str, conf: Mapping[str, str], idl
     for name in (sv.SUPERVISOR_PID, sv.SERVER):
         if os.path.exists(os.path.join(directory, name)):
             os.remove(os.path.join(directory, name))
-    token = secrets.token_hex(24)
     settings = server_settings(master, conf)
-    settings.update({
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.connect.grpc.binding.port": str(_free_port()),
-        "spark.sql.warehouse.dir": os.path.join(directory, "warehouse"),  # CREATE DATABASE makes folders there
-    })
+    settings["spark.sql.warehouse.dir"] = os.path.join(directory, "warehouse")  # CREATE DATABASE makes folders there
+    env = {"SPARK_HOME": _spark_home(), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    token = ""
+    if kind == "connect":
+        token = secrets.token_hex(24)
+        env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # not on the command line, where `ps` would show it
+        settings.update({"spark.connect.grpc.binding.address": "127.0.0.1",
+                         "spark.connect.grpc.binding.port": str(_free_port())})
     java_options = (f"-Dlog4j2.configurationFile=file:{SERVER_LOG4J} -Dducklake.spark.log={log_path} "
                     f"-Dducklake.server.dir={directory}")  # the directory in its command line: see _ours
     extra = settings.pop("spark.driver.extraJavaOptions", "")
-    command = [os.path.join(_spark_home(), "bin", "spark-submit"),
-               "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-               "--name", "dbt-ducklake-server", "--master", settings.pop("spark.master"),
-               "--driver-java-options", f"{extra} {java_options}".strip()]
+    command = [os.path.join(_spark_home(), "bin", "spark-submit")]
+    if kind == "connect":
+        command += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    command += ["--name", "dbt-ducklake-server", "--master", settings.pop("spark.master"),
+                "--driver-java-options", f"{extra} {java_options}".strip()]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
-    command.append("spark-internal")  # the primary resource of an internal class (as sbin/start-connect-server.sh)
-    env = {"SPARK_HOME": _spark_home(), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_CONNECT_AUTHENTICATE_TOKEN": token}  # not on the command line, where `ps` would show it
+    if kind == "connect":
+        command.append("spark-internal")  # the primary resource of an internal class (as sbin/start-connect-server.sh)
+    else:
+        command.append("pyspark-shell")  # PySpark's gateway: the JVM a Python driver talks to through Py4J
+        env["SPARK_CONNECT_MODE"] = "0"
     launch = {"dir": directory, "command": command, "env": env, "token": token, "key": os.path.basename(directory),
-              "label": label, "master": master, "idle_timeout": idle_timeout, "ready_timeout": START_TIMEOUT}
+              "label": label, "master": master, "idle_timeout": idle_timeout, "ready_timeout": START_TIMEOUT,
+              "kind": kind}
     sv.write_json(os.path.join(directory, sv.LAUNCH), launch)
     with open(log_path, "ab") as log:
         log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting a server for {label} ---\n".encode())
@@ -264,7 +292,7 @@ def _start(directory: str, label: str, master: str, conf: Mapping[str, str], idl
     pid = _read_pid(os.path.join(directory, sv.SUPERVISOR_PID))
     if pid is not None and _alive(pid):
         _terminate(pid)
-    raise ServerError(f"the local Spark Connect server did not start (log: {log_path}):\n{_tail(log_path)}")
+    raise ServerError(f"the local {WHAT[kind]} did not start (log: {log_path}):\n{_tail(log_path)}")
 
 
 def _wait_for_lock(path: str) -> BinaryIO:

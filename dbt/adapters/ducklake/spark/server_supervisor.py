@@ -1,4 +1,9 @@
-"""The supervisor of a warm local Spark Connect server: starts it, publishes where it listens, stops it when idle.
+"""The supervisor of a warm local Spark server: starts it, publishes where it listens, stops it when idle.
+
+The server is either a Spark driver JVM that clients join through Py4J (`kind` "driver", what `master: local-server`
+runs: each client gets the embedded driver's per-statement cost without a JVM start), or a Spark Connect server
+(`kind` "connect"). A driver JVM exits when its standard input closes: the supervisor holds that pipe, so the JVM
+never outlives it.
 
 Standard library only: it is run by path (`python -I server_supervisor.py <dir>/launch.json`), detached from the process
 that asked for the server, and must not hold the adapter's imports in memory for hours. The files of one server's
@@ -6,6 +11,8 @@ directory (all names below) are the whole protocol between clients and this proc
 
 - `launch.json`: what to run (written by the client before the supervisor starts).
 - `server.json`: the running server (pid, port, token, log, when it started); present only while it serves.
+- `gateway.info`: written by a driver JVM once its Py4J gateway listens (port and secret); read and removed by the
+  supervisor.
 - `start.lock`: held exclusively by a client while it checks or starts the server, and by the supervisor while it
   stops it, so a client never attaches to a server being stopped and two clients never start two servers.
 - `use.lock`: held shared by every client process for its lifetime (the OS releases it when a client dies, even by
@@ -23,6 +30,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -37,6 +45,7 @@ LAST_USED = "last-used"
 IDLE_TIMEOUT = "idle-timeout"
 LOG = "server.log"
 SUPERVISOR_PID = "supervisor.pid"
+GATEWAY_INFO = "gateway.info"
 
 STARTED = re.compile(rb"Spark Connect server started at: \S*:(\d+)")
 STOP_GRACE_SECONDS = 20.0  # a SIGTERMed server runs Spark's shutdown hooks; after this it is killed
@@ -108,33 +117,66 @@ class Supervisor:
         self.dir: str = launch["dir"]
         self.server: subprocess.Popen[bytes] | None = None
         self.stopping = False
+        self.token: str = launch.get("token") or ""
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
 
     def start(self) -> int | None:
-        """Start the server; its port once it listens, None if it exited or did not listen in time."""
+        """Start the server; its port once it listens, None if it exited or did not listen in time (a driver's
+        gateway secret is then in self.token)."""
         log_path = self.path(LOG)
         offset = os.path.getsize(log_path) if os.path.exists(log_path) else 0
         env = {**os.environ, **self.launch["env"]}
-        self.server = subprocess.Popen(self.launch["command"], stdin=subprocess.DEVNULL, stdout=sys.stdout,
-                                       stderr=subprocess.STDOUT, env=env, cwd=self.dir)
-        note(f"started the Spark Connect server, pid {self.server.pid}")
+        driver = self.launch.get("kind") == "driver"
+        if driver:
+            env["_PYSPARK_DRIVER_CONN_INFO_PATH"] = self.path(GATEWAY_INFO)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path(GATEWAY_INFO))
+        # a driver's stdin is a pipe held open for its lifetime: PySpark's gateway exits at EOF (no orphan JVM)
+        self.server = subprocess.Popen(self.launch["command"], stdin=subprocess.PIPE if driver else subprocess.DEVNULL,
+                                       stdout=sys.stdout, stderr=subprocess.STDOUT, env=env, cwd=self.dir)
+        note(f"started the Spark {'driver' if driver else 'Connect server'}, pid {self.server.pid}")
         deadline = time.monotonic() + float(self.launch["ready_timeout"])
         while not self.stopping and time.monotonic() < deadline and self.server.poll() is None:
-            with open(log_path, "rb") as f:
-                f.seek(offset)
-                found = STARTED.search(f.read())
-            if found:  # the port actually bound (Spark moves on to the next one if the given one was taken)
-                return int(found.group(1))
-            time.sleep(0.2)
+            if driver:
+                found = self._gateway()
+                if found is not None:
+                    return found
+            else:
+                with open(log_path, "rb") as f:
+                    f.seek(offset)
+                    started = STARTED.search(f.read())
+                if started:  # the port actually bound (Spark moves on to the next one if the given one was taken)
+                    return int(started.group(1))
+            time.sleep(0.1)
         return None
+
+    def _gateway(self) -> int | None:
+        """The driver's gateway port (its secret into self.token) once it wrote gateway.info, else None."""
+        path = self.path(GATEWAY_INFO)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        if len(data) < 8:
+            return None
+        port, size = struct.unpack(">ii", data[:8])
+        if len(data) < 8 + size:
+            return None  # PySpark's gateway writes a temporary file and renames it: this is not expected, but cheap
+        self.token = data[8:8 + size].decode()
+        os.remove(path)  # the secret lives on in server.json only (owner-readable)
+        return port
 
     def stop_server(self, why: str) -> None:
         server = self.server
         if server is None or server.poll() is not None:
             return
         note(f"stopping the server (pid {server.pid}): {why}")
+        if server.stdin is not None:
+            with contextlib.suppress(OSError):
+                server.stdin.close()  # a driver's gateway exits at EOF, running Spark's shutdown hooks
         server.terminate()
         try:
             server.wait(timeout=STOP_GRACE_SECONDS)
@@ -193,9 +235,9 @@ class Supervisor:
         assert self.server is not None
         touch(self.path(LAST_USED))
         write_json(self.path(SERVER), {
-            "pid": self.server.pid, "supervisor_pid": os.getpid(), "port": port, "token": self.launch["token"],
+            "pid": self.server.pid, "supervisor_pid": os.getpid(), "port": port, "token": self.token,
             "started": time.time(), "log": self.path(LOG), "key": self.launch["key"],
-            "label": self.launch["label"], "master": self.launch["master"]})
+            "label": self.launch["label"], "master": self.launch["master"], "kind": self.launch.get("kind", "connect")})
         note(f"the server listens on 127.0.0.1:{port}")
         timeout = float(self.launch["idle_timeout"])
         try:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -88,7 +90,6 @@ def _check_required(conf: Mapping[str, str]) -> None:
 
 def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     """Launch the driver JVM (if none runs yet) with its stdout/stderr and log4j output going to log_file."""
-    from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:  # a JVM of this process already runs: it keeps its logging
         return
@@ -98,23 +99,31 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dducklake.spark.log={log_file}"
     spark_conf = SparkConf(loadDefaults=True).set(JAVA_OPTIONS, _joined(conf.get(JAVA_OPTIONS), options))
     proc, port, secret = _launch_driver(spark_conf, log_file)
-    with _LAUNCH_ENV_LOCK:  # PySpark connects to a running driver named by these two variables
-        saved = {k: os.environ.get(k) for k in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
-        os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
-        try:
-            gateway = launch_gateway(spark_conf)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    gateway = _join_gateway(port, secret, spark_conf)
     gateway.proc = proc  # its stdin pipe: the driver exits when this process ends (EOF)
     SparkContext._gateway = gateway
     SparkContext._jvm = gateway.jvm
 
 
 _LAUNCH_ENV_LOCK = threading.Lock()
+
+
+def _join_gateway(port: int, secret: str, spark_conf: SparkConf) -> object:
+    """PySpark's Py4J gateway connected to a running driver JVM (PySpark finds one through two variables, set here
+    only for this call)."""
+    from pyspark.java_gateway import launch_gateway
+
+    with _LAUNCH_ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
+        os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
+        try:
+            return launch_gateway(spark_conf)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def _launch_driver(spark_conf: SparkConf, log_file: str) -> tuple[subprocess.Popen, int, str]:
@@ -147,6 +156,59 @@ def _launch_driver(spark_conf: SparkConf, log_file: str) -> tuple[subprocess.Pop
         return proc, port, secret
     finally:
         shutil.rmtree(conn_dir, ignore_errors=True)
+
+
+def gateway_session(port: int, secret: str, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A session of its own on a running driver JVM that other processes share (the warm local server's Py4J
+    gateway, `local_server`): this process joins it as PySpark's own driver process would, so statements cost what
+    they cost an embedded driver. The JVM's SparkContext and root session are made by the first process that joins
+    (the JVM's settings are the server's); each process gets a new session of that root (its own temporary views and
+    runtime settings; the session catalog is the JVM's, as on a Connect server).
+
+    Raises:
+        ValueError: user conf contradicts a setting the layer needs.
+    """
+
+    _check_required(conf or {})
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run what this process names
+    gateway = _join_gateway(port, secret, SparkConf(loadDefaults=False))
+    jvm = gateway.jvm
+    session_class = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
+    root = session_class.builder().getOrCreate()  # synchronized in the JVM: one root for all processes
+    jsc = jvm.org.apache.spark.api.java.JavaSparkContext(root.sparkContext())
+    handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    sc = SparkContext(gateway=gateway, jsc=jsc)
+    if handler is not None:  # PySpark's handler cancels every job of the JVM, other processes' too: not ours
+        signal.signal(signal.SIGINT, handler)
+    spark = SparkSession(sc, jsparkSession=root.newSession())
+    session_class.setDefaultSession(root)  # the JVM's default stays the root, whoever joined last
+    _SHARED_DRIVERS.add(id(spark))
+    for key, value in (conf or {}).items():
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, str(value))
+    apply_required_conf(spark)
+    return spark
+
+
+def leave_gateway(spark: SparkSession) -> None:
+    """At exit of a process that joined a shared driver: cancel its jobs still running, close its accumulator
+    server and its Py4J connections. The JVM's SparkContext is not stopped: other processes use it."""
+    cancel_all(spark)
+    sc = spark.sparkContext
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is not None:
+        server.shutdown()
+        sc._accumulatorServer = None
+    sc._jsc = None  # a later stop() of this process must not stop the shared context
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone already
+            gateway.detach(spark._jsparkSession)  # the JVM may free this process's session (its temporary views)
+        gateway.close()
+
+
+_SHARED_DRIVERS: set[int] = set()  # id() of sessions on a driver JVM that other processes share
+_PROCESS_TAGS: set[str] = set()  # job tags this process gave its threads on such a driver (for cancel_all)
 
 
 def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSession:
@@ -235,6 +297,8 @@ def tag_jobs(spark: SparkSession, tag: str) -> None:
             return
         spark = spark.session()
     if is_classic(spark):
+        if id(spark) in _SHARED_DRIVERS:
+            _PROCESS_TAGS.add(tag)
         spark.sparkContext.addJobTag(tag)
         spark.sparkContext.setInterruptOnCancel(True)  # a cancel interrupts running tasks, not only pending ones
     else:
@@ -268,13 +332,17 @@ def cancel_tagged(spark: SparkSession, tag: str, running: Callable[[], bool], li
 
 
 def cancel_all(spark: SparkSession) -> None:
-    """Cancel the running jobs of a session, classic or Connect (no SparkContext there)."""
+    """Cancel the running jobs of a session, classic or Connect (no SparkContext there); on a driver that other
+    processes share, the jobs of this process only (by the tags its threads were given)."""
     if isinstance(spark, LazySession):
         if not spark.started:
             return
         spark = spark.session()
     if hasattr(spark, "interruptAll") and not hasattr(spark, "_jsparkSession"):
         spark.interruptAll()
+    elif id(spark) in _SHARED_DRIVERS:
+        for tag in sorted(_PROCESS_TAGS):
+            spark.sparkContext.cancelJobsWithTag(tag)
     else:
         spark.sparkContext.cancelAllJobs()
 
