@@ -20,7 +20,7 @@ from .invocation import dbt_command
 from .lake.catalog.url import CatalogLocation, parse_catalog
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
-# a warm Spark Connect server on this machine that successive dbt commands share: local-server, local-server[N]
+# a warm Spark driver on this machine that successive dbt commands share: local-server, local-server[N]
 LOCAL_SERVER = re.compile(r"local-server(?:\[(\*|\d+)\])?")
 
 
@@ -31,8 +31,8 @@ class DuckLakeCredentials(Credentials):
     # where Parquet files go: a local folder or any shared file system Spark and the driver both reach
     data_path: str = "data/"
     # Spark: local[*] (embedded, the default), local[N], spark://host:7077 (standalone), sc://host:15002 (Connect),
-    # local-server / local-server[N] (a Spark Connect server on this machine that the adapter starts, and successive
-    # dbt commands share, until it is unused for server_idle_timeout; needs the `connect` extra)
+    # local-server / local-server[N] (a Spark driver JVM on this machine that the adapter starts, and successive
+    # dbt commands join through Py4J, until it is unused for server_idle_timeout)
     master: str = "local[*]"
     # seconds without any dbt command using the local server after which it stops (master: local-server)
     server_idle_timeout: float = 1800.0
