@@ -140,7 +140,7 @@ class Supervisor:
         deadline = time.monotonic() + float(self.launch["ready_timeout"])
         while not self.stopping and time.monotonic() < deadline and self.server.poll() is None:
             if driver:
-                found = self._gateway()
+                found = self._read_gateway_info()
                 if found is not None:
                     return found
             else:
@@ -152,7 +152,7 @@ class Supervisor:
             time.sleep(0.1)
         return None
 
-    def _gateway(self) -> int | None:
+    def _read_gateway_info(self) -> int | None:
         """The driver's gateway port (its secret into self.token) once it wrote gateway.info, else None."""
         path = self.path(GATEWAY_INFO)
         try:
