@@ -173,7 +173,7 @@ def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
 
 
 # DuckDB 1.5 allows one UPDATE/DELETE action per MERGE on DuckLake, so each case has at most one
-@pytest.mark.parametrize("kind", ["update_insert", "delete_insert", "delete_by_source"])
+@pytest.mark.parametrize("kind", ["update_insert", "update_all_insert", "delete_insert", "delete_by_source"])
 def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, deletes: str) -> None:
     from dbt.adapters.ducklake.spark.one_shot import merge_into
 
@@ -187,6 +187,10 @@ def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, del
         snap = merge_into(spark, lake, "main", "d", source, "t.id = s.id", matched="update",
                           matched_set={"v": "concat(t.v, '/', s.v)"}, not_matched_insert=True)
         duck = ("MERGE INTO lake.d AS t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = t.v || '/' || s.v "
+                "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)")
+    elif kind == "update_all_insert":  # SET * (dbt's merge): the join carries the source's keys only (stage_merge)
+        snap = merge_into(spark, lake, "main", "d", source, "t.id = s.id", matched="update", not_matched_insert=True)
+        duck = ("MERGE INTO lake.d AS t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.id, v = s.v "
                 "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)")
     elif kind == "delete_by_source":
         snap = merge_into(spark, lake, "main", "d", source, "t.id = s.id", not_matched_by_source_delete=True)
@@ -211,6 +215,64 @@ def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, del
     assert _rows_without_rowid(ours_rows) == _rows_without_rowid(expected)
     assert kinds == duck_kinds
     assert violations(ours) == []
+
+
+def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark: SparkSession, tmp_path: object,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every column of a matched row set from the source (a composite key with a quoted name, expressions of `s`):
+    the target join carries the source's keys and row numbers only, and the updated rows are made from the source by
+    row number. The result is DuckDB's MERGE on an identical lake, updated rows keeping their row ids; a target row
+    matched by two source rows is still refused."""
+    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError
+    from dbt.adapters.ducklake.spark.one_shot import create_table_as, merge_into
+
+    rows = "SELECT id, concat('k', id % 3) AS `Key 2`, concat('v', id) AS v, id / 4.0D AS n FROM range(0, 3000)"
+    lakes = {}
+    for name in ("ours", "theirs"):
+        lakes[name] = f"duckdb:///{tmp_path}/{name}.ducklake"
+        lake = DuckLake.create(lakes[name], f"{tmp_path}/{name}_data/")
+        create_table_as(spark, lake, "main", "t", spark.sql(rows).repartition(3))
+        lake.close()
+    source = spark.sql("SELECT id, concat('k', id % 3) AS `Key 2`, concat('m', id) AS v, id * 1.5D AS n "
+                       "FROM range(2500, 3100, 7) UNION ALL SELECT 10, 'k0', 'other key', 0.0D")
+    on = "t.id = s.id AND t.`Key 2` = s.`Key 2`"
+    sets = {"v": "upper(s.v)", "n": "s.n * 2", "id": "s.id", "Key 2": "s.`Key 2`"}
+    queries: list[str] = []
+    real_sql = spark.sql
+
+    def spy(query: str, *args: object, **kwargs: object) -> object:
+        queries.append(query)
+        return real_sql(query, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", spy)
+    lake = DuckLake.open(lakes["ours"])
+    merge_into(spark, lake, "main", "t", source, on, matched="update", matched_set=sets, not_matched_insert=True)
+    st = lake.snapshot()
+    ours_rows = arrow_rows(read_arrow(st, st.table("main", "t")))
+    (target_join,) = [q for q in queries if "BROADCAST(s)" in q]
+    assert "JOIN (SELECT `Key 2`, `__src_row`, `id` FROM __ducklake_merge_source_" in target_join
+    assert "upper(s.v)" not in target_join and any("upper(s.v)" in q and "BROADCAST(h)" in q for q in queries)
+    # a target row matched by two source rows (overlapping ranges, no key equality to refuse them first)
+    ranges = spark.sql("SELECT 1 AS id, 'k1' AS `Key 2`, 'r' AS v, 0.0D AS n, 0 AS lo, 10 AS hi UNION ALL "
+                       "SELECT 2, 'k2', 'r', 0.0D, 5, 15")
+    with pytest.raises(MergeCardinalityError):
+        merge_into(spark, lake, "main", "t", ranges, "t.id >= s.lo AND t.id <= s.hi", matched="update",
+                   matched_set={"v": "s.v", "n": "s.n", "id": "s.id", "Key 2": "s.`Key 2`"})
+    assert lake.snapshot().snapshot_id == st.snapshot_id
+    monkeypatch.setattr(spark, "sql", real_sql)
+    lake.close()
+    src = source.toArrow()  # noqa: F841 - read by DuckDB's replacement scan
+    with reference.attached(lakes["theirs"]) as con:
+        con.execute('MERGE INTO lake.t AS t USING src AS s ON t.id = s.id AND t."Key 2" = s."Key 2" WHEN MATCHED '
+                    'THEN UPDATE SET v = upper(s.v), n = s.n * 2, id = s.id, "Key 2" = s."Key 2" '
+                    'WHEN NOT MATCHED THEN INSERT (id, "Key 2", v, n) VALUES (s.id, s."Key 2", s.v, s.n)')
+        expected = arrow_rows(con.execute("SELECT rowid, * FROM lake.t").to_arrow_table())
+    assert _rows_without_rowid(ours_rows) == _rows_without_rowid(expected)
+    assert len(expected) == 3000 + 14 + 1 and sum(1 for r in expected if r[3].startswith("M")) == 72
+    # updated and untouched rows keep their row ids, as in DuckDB (inserted rows may be numbered in another order)
+    old = {r for r in expected if r[1] < 3000 and r[3] != "other key"}
+    assert len(old) == 3000 and old <= set(ours_rows)
+    assert violations(lakes["ours"]) == []
 
 
 def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: SparkSession, tmp_path: object) -> None:

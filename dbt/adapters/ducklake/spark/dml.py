@@ -568,6 +568,40 @@ def merged_rows_sql(spark: SparkSession, target: str, source: str, cols: list[st
     return "\nUNION ALL\n".join(parts)
 
 
+
+def _source_columns(sql_texts: Sequence[str], allowed: frozenset[str]) -> set[str] | None:
+    """The source columns that these Spark SQL texts read, when each column they name is qualified with
+    one of the `allowed` aliases (`s`: the MERGE source, `t`: its target); None when one names another or an
+    unqualified column, or a text does not parse."""
+    import sqlglot
+
+    needed: set[str] = set()
+    for text in sql_texts:
+        try:
+            tree = sqlglot.parse_one(text, read="spark")
+        except ParseError:
+            return None
+        for col in tree.find_all(exp.Column):
+            alias = (col.table or "").lower()
+            if alias not in allowed:
+                return None
+            if alias == "s":
+                needed.add(col.name)
+    return needed
+
+
+def _keys_only(on: str, matched: list[When], new: list[str], by_source: list[When]) -> set[str] | None:
+    """The source columns the target join needs when a MERGE's matched rows take their new values from the source
+    alone (one unconditional UPDATE whose values name only `s` columns, no NOT MATCHED BY SOURCE clause): then the
+    join carries the source's keys and row numbers only, and the updated rows are made from the source by row
+    number. None otherwise (the join carries every new value)."""
+    if by_source or len(matched) != 1 or matched[0].action != "update" or matched[0].condition is not None:
+        return None
+    values = [v.rsplit(" AS ", 1)[0] for v in new]
+    if _source_columns(values, frozenset({"s"})) is None:
+        return None
+    return _source_columns([on], frozenset({"s", "t"}))
+
 @contextlib.contextmanager
 def source_view(source: object) -> Iterator[str]:
     """A MERGE source as a temporary view, materialized once (its rows cannot differ between the passes)."""
@@ -629,11 +663,15 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         if matched or inserts:
             idx = _first([w.condition for w in matched])
             new = _values(matched, idx, cols, from_t, source=True) if matched else []
+            keys_only = _keys_only(on, matched, new, by_source)
+            joined = src_view if keys_only is None else \
+                f"(SELECT {', '.join(ident(c) for c in sorted(keys_only | {'__src_row'}))} FROM {src_view})"
+            carried = new if keys_only is None else []  # else the updated rows are made from the source below
             hits_df = spark.sql(rows_of.ids(
                 f"SELECT {hint}{rows_of.locators('t')}, s.__src_row, {idx} AS __clause"
-                f"{''.join(', ' + v for v in new)} FROM {target} t JOIN {src_view} s ON ({on})"
+                f"{''.join(', ' + v for v in carried)} FROM {target} t JOIN {joined} s ON ({on})"
                 f"{f' WHERE {key_range}' if key_range else ''}",
-                ["__src_row", "__clause", *([ident(c) for c in cols] if new else [])])
+                ["__src_row", "__clause", *([ident(c) for c in cols] if carried else [])])
                 ).persist(StorageLevel.MEMORY_AND_DISK)
             hits_df.createOrReplaceTempView(hit_view)
             if matched:
@@ -645,7 +683,12 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
                 acted = ids.filter(pc.is_in(ids["__clause"], value_set=pa.array(gone + upd, ids["__clause"].type)))
                 deletes += list(zip(*(acted[c].to_pylist() for c in ("__file", "__pos", "__rowid")), strict=True))
                 if upd and pc.any(pc.is_in(acted["__clause"], value_set=pa.array(upd, ids["__clause"].type))).as_py():
-                    rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
+                    if keys_only is None:
+                        rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
+                    else:  # every hit is updated: its new values from its source row (the hits' ids are small)
+                        small = "/*+ BROADCAST(h) */ " if ids.num_rows <= MERGE_BROADCAST_ROWS else ""
+                        rows = spark.sql(f"SELECT {small}h.__rowid, {', '.join(new)} FROM {src_view} s JOIN "
+                                         f"(SELECT __src_row, __rowid FROM {hit_view}) h ON s.__src_row = h.__src_row")
                     done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
                                              table_dir, row_ids="__rowid"), table_dir)
             matched_rows = f"(SELECT __src_row FROM {hit_view})"  # an anti join needs no DISTINCT
