@@ -168,6 +168,20 @@ def test_dynamic_partition_overwrite(spark: SparkSession, catalog_url: str, data
     assert violations(catalog_url) == []
 
 
+def _twin_lakes(spark: SparkSession, tmp_path: object, rows: object) -> dict[str, str]:
+    """Two lakes ("ours", "theirs") each with table main.t of these rows, written alike: one for our DML, one for
+    DuckDB's."""
+    from dbt.adapters.ducklake.spark.one_shot import create_table_as
+
+    lakes = {}
+    for name in ("ours", "theirs"):
+        lakes[name] = f"duckdb:///{tmp_path}/{name}.ducklake"
+        lake = DuckLake.create(lakes[name], f"{tmp_path}/{name}_data/")
+        create_table_as(spark, lake, "main", "t", rows)
+        lake.close()
+    return lakes
+
+
 def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
     return sorted(r[1:] for r in rows)
 
@@ -224,15 +238,10 @@ def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark
     row number. The result is DuckDB's MERGE on an identical lake, updated rows keeping their row ids; a target row
     matched by two source rows is still refused."""
     from dbt.adapters.ducklake.spark.dml import MergeCardinalityError
-    from dbt.adapters.ducklake.spark.one_shot import create_table_as, merge_into
+    from dbt.adapters.ducklake.spark.one_shot import merge_into
 
     rows = "SELECT id, concat('k', id % 3) AS `Key 2`, concat('v', id) AS v, id / 4.0D AS n FROM range(0, 3000)"
-    lakes = {}
-    for name in ("ours", "theirs"):
-        lakes[name] = f"duckdb:///{tmp_path}/{name}.ducklake"
-        lake = DuckLake.create(lakes[name], f"{tmp_path}/{name}_data/")
-        create_table_as(spark, lake, "main", "t", spark.sql(rows).repartition(3))
-        lake.close()
+    lakes = _twin_lakes(spark, tmp_path, spark.sql(rows).repartition(3))
     source = spark.sql("SELECT id, concat('k', id % 3) AS `Key 2`, concat('m', id) AS v, id * 1.5D AS n "
                        "FROM range(2500, 3100, 7) UNION ALL SELECT 10, 'k0', 'other key', 0.0D")
     on = "t.id = s.id AND t.`Key 2` = s.`Key 2`"
@@ -311,17 +320,12 @@ def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: 
 
     from dbt.adapters.ducklake.spark import local_write, write
     from dbt.adapters.ducklake.spark.dml import key_range_sql
-    from dbt.adapters.ducklake.spark.one_shot import create_table_as, merge_into
+    from dbt.adapters.ducklake.spark.one_shot import merge_into
 
     monkeypatch.setitem(write._WRITER_OPTIONS, "parquet.block.size", str(64 * 1024))
     monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", -1)  # Spark's writer (row groups), not the driver's
     rows = "SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, concat('v', id) AS v FROM range(0, 20000)"
-    lakes = {}
-    for name in ("ours", "theirs"):
-        lakes[name] = f"duckdb:///{tmp_path}/{name}.ducklake"
-        lake = DuckLake.create(lakes[name], f"{tmp_path}/{name}_data/")
-        create_table_as(spark, lake, "main", "t", spark.sql(rows).coalesce(1))
-        lake.close()
+    lakes = _twin_lakes(spark, tmp_path, spark.sql(rows).coalesce(1))
     if key == "null":
         source = spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'x' AS k, 'n' AS v")
         on = "t.id = s.id"
