@@ -116,7 +116,8 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
                 with _component(f"Spark (master {creds.master!r})", creds):
                     server = _attach_server(creds)
             if _embedded(creds) or server is not None:
-                spark: SparkSession = LazySession(lambda: _start_embedded(creds, key), classic=True)  # type: ignore[assignment]
+                spark: SparkSession = LazySession(lambda: _start_embedded(creds, key, server),  # type: ignore[assignment]
+                                                  classic=True)
                 _cancel_on_interrupt(spark)
             else:
                 with _component(f"Spark (master {creds.master!r})", creds):
@@ -131,13 +132,13 @@ def _embedded(creds: DuckLakeCredentials) -> bool:
     return not creds.master.startswith("sc://") and creds.server_master is None
 
 
-def _start_embedded(creds: DuckLakeCredentials, key: tuple) -> SparkSession:
+def _start_embedded(creds: DuckLakeCredentials, key: tuple, server: LocalServer | None = None) -> SparkSession:
     """The session, when a statement first needs it: the prestarted one (waited for), or started now (an embedded
     driver, or a session on the warm local server's driver)."""
     with _LOCK:
         future = _PRESTARTS.pop(key, None)
     with _component(f"Spark (master {creds.master!r})", creds):
-        return (future.result() if future is not None else _spark(creds))[0]
+        return (future.result() if future is not None else _spark(creds, server))[0]
 
 
 def _cancel_on_interrupt(spark: LazySession) -> None:
@@ -277,12 +278,14 @@ def _attach_server(creds: DuckLakeCredentials) -> LocalServer:
     return server
 
 
-def _spark(creds: DuckLakeCredentials) -> tuple[SparkSession, LocalServer | None]:
+def _spark(creds: DuckLakeCredentials, server: LocalServer | None = None) -> tuple[SparkSession, LocalServer | None]:
+    """The profile's session; with `master: local-server`, joined on `server` (the one the runtime attached: not
+    attached again) or on the server attached now."""
     conf = spark_conf(creds)
     if creds.master.startswith("sc://"):
         return connect_session(creds.master, conf), None
     if creds.server_master is not None:
-        server = _attach_server(creds)
+        server = server or _attach_server(creds)
         try:
             spark = gateway_session(server.port, server.token, conf)
         except ValueError:  # the profile's settings, not the server

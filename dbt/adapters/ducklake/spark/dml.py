@@ -568,7 +568,6 @@ def merged_rows_sql(spark: SparkSession, target: str, source: str, cols: list[st
     return "\nUNION ALL\n".join(parts)
 
 
-
 def _source_columns(sql_texts: Sequence[str], allowed: frozenset[str]) -> set[str] | None:
     """The source columns that these Spark SQL texts read, when each column they name is qualified with
     one of the `allowed` aliases (`s`: the MERGE source, `t`: its target); None when one names another or an
@@ -601,6 +600,7 @@ def _keys_only(on: str, matched: list[When], new: list[str], by_source: list[Whe
     if _source_columns(values, frozenset({"s"})) is None:
         return None
     return _source_columns([on], frozenset({"s", "t"}))
+
 
 @contextlib.contextmanager
 def source_view(source: object) -> Iterator[str]:

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 
 from pyspark import SparkConf, SparkContext
@@ -90,7 +91,6 @@ def _check_required(conf: Mapping[str, str]) -> None:
 
 def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     """Launch the driver JVM (if none runs yet) with its stdout/stderr and log4j output going to log_file."""
-
     if SparkContext._gateway is not None:  # a JVM of this process already runs: it keeps its logging
         return
     os.makedirs(os.path.dirname(os.path.abspath(log_file)) or ".", exist_ok=True)
@@ -168,7 +168,6 @@ def gateway_session(port: int, secret: str, conf: Mapping[str, str] | None = Non
     Raises:
         ValueError: user conf contradicts a setting the layer needs.
     """
-
     _check_required(conf or {})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run what this process names
     gateway = _join_gateway(port, secret, SparkConf(loadDefaults=False))
@@ -182,11 +181,8 @@ def gateway_session(port: int, secret: str, conf: Mapping[str, str] | None = Non
         signal.signal(signal.SIGINT, handler)
     spark = SparkSession(sc, jsparkSession=root.newSession())
     session_class.setDefaultSession(root)  # the JVM's default stays the root, whoever joined last
-    _SHARED_DRIVERS.add(id(spark))
-    for key, value in (conf or {}).items():
-        if spark.conf.isModifiable(key):
-            spark.conf.set(key, str(value))
-    apply_required_conf(spark)
+    _SHARED_DRIVERS.add(spark)
+    _apply_runtime_conf(spark, conf or {})
     return spark
 
 
@@ -207,7 +203,7 @@ def leave_gateway(spark: SparkSession) -> None:
         gateway.close()
 
 
-_SHARED_DRIVERS: set[int] = set()  # id() of sessions on a driver JVM that other processes share
+_SHARED_DRIVERS: weakref.WeakSet[SparkSession] = weakref.WeakSet()  # sessions on a driver other processes share
 _PROCESS_TAGS: set[str] = set()  # job tags this process gave its threads on such a driver (for cancel_all)
 
 
@@ -221,11 +217,16 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSes
     """
     spark = SparkSession.builder.remote(url).getOrCreate()
     _check_required(conf or {})
-    for key, value in (conf or {}).items():
+    _apply_runtime_conf(spark, conf or {})
+    return spark
+
+
+def _apply_runtime_conf(spark: SparkSession, conf: Mapping[str, str]) -> None:
+    """The user's settings a running session can take (static ones are its server's), then the layer's."""
+    for key, value in conf.items():
         if spark.conf.isModifiable(key):
             spark.conf.set(key, str(value))
     apply_required_conf(spark)
-    return spark
 
 
 class LazySession:
@@ -297,7 +298,7 @@ def tag_jobs(spark: SparkSession, tag: str) -> None:
             return
         spark = spark.session()
     if is_classic(spark):
-        if id(spark) in _SHARED_DRIVERS:
+        if spark in _SHARED_DRIVERS:
             _PROCESS_TAGS.add(tag)
         spark.sparkContext.addJobTag(tag)
         spark.sparkContext.setInterruptOnCancel(True)  # a cancel interrupts running tasks, not only pending ones
@@ -340,7 +341,7 @@ def cancel_all(spark: SparkSession) -> None:
         spark = spark.session()
     if hasattr(spark, "interruptAll") and not hasattr(spark, "_jsparkSession"):
         spark.interruptAll()
-    elif id(spark) in _SHARED_DRIVERS:
+    elif spark in _SHARED_DRIVERS:
         for tag in sorted(_PROCESS_TAGS):
             spark.sparkContext.cancelJobsWithTag(tag)
     else:
