@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
@@ -31,41 +31,52 @@ from .predicates import column_ref, conjuncts, to_predicate, unparen
 from .scan import LOCATORS, target_rows_sql
 from .sql_literals import ident, literal, string_literal
 
+IDS = ("__file", "__pos", "__rowid")
+_IDS_SCHEMA = pa.schema([(c, pa.int64()) for c in IDS])
+
+
+def ids_of(rows: pa.Table) -> pa.Table:
+    """The (__file, __pos, __rowid) columns of rows, as int64 (Arrow: a MERGE's hits can be millions of rows)."""
+    return rows.select(list(IDS)).cast(_IDS_SCHEMA)
+
 
 @dataclass(frozen=True)
 class DeletePlan:
-    """What a DELETE removes: (data_file_id, position, rowid) of the matching rows; data_file_id -1 = inlined row."""
+    """What a DELETE removes: (__file, __pos, __rowid) of the matching rows (ids_of); __file -1 = inlined row."""
 
-    hits: list[tuple[int, int, int]]
+    hits: pa.Table
 
     @property
     def empty(self) -> bool:
-        return not self.hits
+        return self.hits.num_rows == 0
 
 
 def plan_delete(spark: SparkSession, state: LakeState, table: TableInfo, condition: str | None) -> DeletePlan:
     """Find the rows a DELETE ... WHERE condition removes (condition None = every row)."""
     target = _target_rows_sql(spark, state, table, delete_predicate(spark, table, condition))
     if target is None:
-        return DeletePlan([])
+        return DeletePlan(_IDS_SCHEMA.empty_table())
     cond = condition if condition else "true"
-    rows = spark.sql(target.ids(f"SELECT {target.locators('t')} FROM ({target.sql}) t WHERE ({cond})", [])).collect()
-    return DeletePlan([tuple(r) for r in rows])
+    rows = spark.sql(target.ids(f"SELECT {target.locators('t')} FROM ({target.sql}) t WHERE ({cond})", []))
+    return DeletePlan(ids_of(rows.toArrow()))
 
 
-def _stage_deletes(tx: Transaction, info: TableInfo, hits: list[tuple[int, int, int]]) -> None:
-    """Stage the deletion of rows found by (file, position, rowid): positions per file, inlined rows by rowid."""
-    by_file: dict[int, list[int]] = defaultdict(list)
-    inlined_ids: list[int] = []
-    for fid, pos, rid in hits:
-        if fid == -1:
-            inlined_ids.append(rid)
-        else:
-            by_file[fid].append(pos)
-    for fid, positions in sorted(by_file.items()):
-        tx.delete_rows(info.schema_name, info.name, fid, positions)
-    if inlined_ids:
-        tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids)
+def _stage_deletes(tx: Transaction, info: TableInfo, hits: pa.Table) -> None:
+    """Stage the deletion of rows found by ids_of: positions per data file, grouped in one vectorized sort (no Python
+    object per row), then inlined rows (__file -1) by rowid."""
+    if hits.num_rows == 0:
+        return
+    is_inlined = pc.equal(hits["__file"], -1)
+    in_files = hits.filter(pc.invert(is_inlined))
+    files, pos = in_files["__file"].to_numpy(), in_files["__pos"].to_numpy()
+    order = np.lexsort((pos, files))
+    files, pos = files[order], pos[order]
+    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]]) if files.size else np.array([], np.int64)
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), files.size], strict=True):
+        tx.delete_rows(info.schema_name, info.name, int(files[a]), pos[a:b])
+    inlined_ids = hits.filter(is_inlined)["__rowid"]
+    if len(inlined_ids):
+        tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids.to_pylist())
 
 
 
@@ -114,11 +125,11 @@ def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, 
         return Staged()
     matched = spark.sql(target.ids(f"SELECT {target.locators('t')}, {new_values} FROM ({target.sql}) t WHERE ({cond})",
                                    [ident(c.name) for c in info.columns]))
-    hits = [tuple(r) for r in matched.select("__file", "__pos", "__rowid").collect()]  # ids only, never row values
-    if not hits:
+    hits = ids_of(matched.select(*IDS).toArrow())  # ids only, never row values
+    if not hits.num_rows:
         return Staged()
     table_dir = tx.table_path(info)
-    done = Staged(changed=True, rows=len(hits))
+    done = Staged(changed=True, rows=hits.num_rows)
     done.add(tx, write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid"), table_dir)
     _stage_deletes(tx, base, hits)
     tx.add_data_files(info.schema_name, info.name, done.files)
@@ -658,7 +669,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         target = f"({rows_of.sql})"
         # a small source is sent to every task (the target is never shuffled), whatever Spark estimates its size
         hint = "/*+ BROADCAST(s) */ " if n_source <= MERGE_BROADCAST_ROWS else ""
-        deletes: list[tuple[int, int, int]] = []
+        deletes: list[pa.Table] = []  # ids_of the target rows deleted or updated
         matched_rows = None
         if matched or inserts:
             idx = _first([w.condition for w in matched])
@@ -681,7 +692,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
                 gone = [i for i, w in enumerate(matched) if w.action == "delete"]
                 upd = [i for i, w in enumerate(matched) if w.action == "update"]
                 acted = ids.filter(pc.is_in(ids["__clause"], value_set=pa.array(gone + upd, ids["__clause"].type)))
-                deletes += list(zip(*(acted[c].to_pylist() for c in ("__file", "__pos", "__rowid")), strict=True))
+                deletes.append(ids_of(acted))
                 if upd and pc.any(pc.is_in(acted["__clause"], value_set=pa.array(upd, ids["__clause"].type))).as_py():
                     if keys_only is None:
                         rows = spark.sql(f"SELECT * FROM {hit_view} WHERE __clause IN ({', '.join(map(str, upd))})")
@@ -711,22 +722,22 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
                 gone = [i for i, w in enumerate(by_source) if w.action == "delete"]
                 upd = [i for i, w in enumerate(by_source) if w.action == "update"]
                 if gone:
-                    deletes += [tuple(r) for r in rest.where(F.col("__clause").isin(gone))
-                                .select("__file", "__pos", "__rowid").collect()]
+                    deletes.append(ids_of(rest.where(F.col("__clause").isin(gone)).select(*IDS).toArrow()))
                 if upd:
                     rows = rest.where(F.col("__clause").isin(upd))
-                    got = [tuple(r) for r in rows.select("__file", "__pos", "__rowid").collect()]
-                    if got:
-                        deletes += got
+                    got = ids_of(rows.select(*IDS).toArrow())
+                    if got.num_rows:
+                        deletes.append(got)
                         done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]),
                                                  info, table_dir, row_ids="__rowid"), table_dir)
             finally:
                 rest.unpersist()
-        _stage_deletes(tx, base, deletes)
+        gone_ids = pa.concat_tables(deletes) if deletes else _IDS_SCHEMA.empty_table()
+        _stage_deletes(tx, base, gone_ids)
         if done.files:
             tx.add_data_files(info.schema_name, info.name, done.files)
-        done.changed = bool(deletes or done.files)
-        done.rows += len(deletes)  # target rows deleted or updated, then source rows inserted (above)
+        done.changed = bool(gone_ids.num_rows or done.files)
+        done.rows += gone_ids.num_rows  # target rows deleted or updated, then source rows inserted (above)
         return done
     finally:
         # unpersist first: Spark Connect re-analyzes a plan to unpersist it, and the plans read these views

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -54,13 +55,14 @@ def read_delete_file(path: str, begin_snapshot: int) -> DeletePositions:
 
 def merge_positions(existing: DeletePositions | None, new: Iterable[int], snapshot_id: int) -> DeletePositions:
     """All deletes of a data file after this commit: the old ones (kept with their snapshots) plus the new ones."""
-    merged: dict[int, int] = {}
-    if existing is not None:
-        merged.update(zip(existing.positions, existing.snapshots, strict=True))
-    for p in new:
-        merged.setdefault(int(p), snapshot_id)
-    order = sorted(merged)
-    return DeletePositions(tuple(order), tuple(merged[p] for p in order))
+    added = np.asarray(new if isinstance(new, np.ndarray) else [int(p) for p in new], dtype=np.int64)
+    old_pos = np.asarray(existing.positions if existing is not None else (), dtype=np.int64)
+    old_snaps = np.asarray(existing.snapshots if existing is not None else (), dtype=np.int64)
+    positions = np.concatenate([old_pos, added])
+    snapshots = np.concatenate([old_snaps, np.full(added.size, snapshot_id, dtype=np.int64)])
+    # a position deleted before keeps its snapshot: np.unique gives each value's first occurrence, the old ones first
+    order, first = np.unique(positions, return_index=True)
+    return DeletePositions(tuple(order.tolist()), tuple(snapshots[first].tolist()))
 
 
 def write_delete_file(path: str, data_file_path: str, deletes: DeletePositions, with_snapshots: bool) -> tuple[int, int]:

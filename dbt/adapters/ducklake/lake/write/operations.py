@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..catalog.state import ci_lookup
 from ..errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
 from ..paths import delete_file_name, join_path
@@ -369,15 +371,17 @@ class DeleteRows(Operation):
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
         f = _live_file(b, info.table_id, self.data_file_id)
-        bad = [p for p in self.positions if p < 0 or p >= f.record_count]
-        if bad:
-            raise ValueError(
-                f"delete positions {bad[:5]} are outside data file {f.data_file_id} ({f.record_count} rows)"
-            )
+        # vectorized: a MERGE can delete millions of positions of one file
+        asked = np.asarray(self.positions, dtype=np.int64)
+        outside = (asked < 0) | (asked >= f.record_count)
+        if outside.any():
+            raise ValueError(f"delete positions {asked[outside][:5].tolist()} are outside data file "
+                             f"{f.data_file_id} ({f.record_count} rows)")
         existing = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot) if f.delete_file else None
-        already = set(existing.positions if existing else ()) | {p for p, _ in f.inlined_deletes}
-        new = sorted(set(self.positions) - already)
-        if not new:
+        already = np.union1d(np.asarray(existing.positions if existing else (), dtype=np.int64),
+                             np.asarray([p for p, _ in f.inlined_deletes], dtype=np.int64))
+        new = np.setdiff1d(asked, already)  # sorted and unique
+        if not new.size:
             return
         b.changes.deleted_tables.add(info.table_id)
         b.changes.deleted_files.add(f.data_file_id)

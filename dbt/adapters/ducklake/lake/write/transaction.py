@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import sqlalchemy as sa
 
 from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
@@ -377,7 +378,9 @@ class Transaction:
 
     def delete_rows(self, schema: str, table: str, data_file_id: int, positions: Iterable[int]) -> None:
         """Delete rows of a data file by 0-based position (merge-on-read: a delete file, or the whole file)."""
-        self.stage(ops.DeleteRows(schema, table, data_file_id, tuple(int(p) for p in positions)))
+        # a NumPy array (a MERGE's millions of hits) converts in one call, not one int() per position
+        values = positions.tolist() if isinstance(positions, np.ndarray) else [int(p) for p in positions]
+        self.stage(ops.DeleteRows(schema, table, data_file_id, tuple(values)))
 
     def delete_inlined_rows(self, schema: str, table: str, row_ids: Iterable[int]) -> None:
         """Delete rows stored in the table's inlined-data tables, by row id."""
