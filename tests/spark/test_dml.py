@@ -284,9 +284,19 @@ def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark
     assert violations(lakes["ours"]) == []
 
 
-def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: SparkSession, tmp_path: object) -> None:
-    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError
+@pytest.mark.parametrize("on", [
+    "t.id = s.id",
+    # a term of the target alone: the key still decides the matches (only the unmatched rows' keys are counted)
+    "t.id = s.id AND t.id >= 0",
+    # a term of the source: a repeated key can be matched once and unmatched once (every source key is counted)
+    "t.id = s.id AND s.v <> 'skip'",
+])
+def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: SparkSession, tmp_path: object,
+                                                                    on: str) -> None:
+    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError, matched_by_keys_alone
     from dbt.adapters.ducklake.spark.one_shot import merge_into
+
+    assert matched_by_keys_alone(on) == ("s.v" not in on)
 
     catalog = f"duckdb:///{tmp_path}/m.ducklake"
     build(catalog, f"{tmp_path}/data/", "repeated_deletes")
@@ -296,12 +306,16 @@ def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: Spark
     rows_before = arrow_rows(read_arrow(st, st.table("main", "d")))
     source = spark.sql("SELECT CAST(25 AS INT) AS id, 'x' AS v UNION ALL SELECT CAST(25 AS INT), 'y'")
     with pytest.raises(MergeCardinalityError, match=r"the source repeats keys \(id\): id=25 \(2 rows\)"):
-        merge_into(spark, lake, "main", "d", source, "t.id = s.id", matched="update", not_matched_insert=True)
+        merge_into(spark, lake, "main", "d", source, on, matched="update", not_matched_insert=True)
     # a key the target does not have yet, repeated: refused too (it would insert both rows), the values named
     source = spark.sql("SELECT CAST(99999 AS INT) AS id, 'x' AS v UNION ALL SELECT CAST(99999 AS INT), 'y' "
                        "UNION ALL SELECT CAST(7 AS INT), 'z' UNION ALL SELECT NULL, 'n1' UNION ALL SELECT NULL, 'n2'")
     with pytest.raises(MergeCardinalityError, match=r"id=99999 \(2 rows\); a merge key must be unique"):
-        merge_into(spark, lake, "main", "d", source, "t.id = s.id", matched="update", not_matched_insert=True)
+        merge_into(spark, lake, "main", "d", source, on, matched="update", not_matched_insert=True)
+    # a key of the target repeated, one of its rows matched and the other not (its own term is false): refused
+    source = spark.sql("SELECT CAST(25 AS INT) AS id, 'x' AS v UNION ALL SELECT CAST(25 AS INT), 'skip'")
+    with pytest.raises(MergeCardinalityError, match=r"the source repeats keys \(id\): id=25 \(2 rows\)"):
+        merge_into(spark, lake, "main", "d", source, on, matched="update", not_matched_insert=True)
     assert [s.snapshot_id for s in lake.snapshots()] == before
     st = lake.snapshot()
     assert arrow_rows(read_arrow(st, st.table("main", "d"))) == rows_before

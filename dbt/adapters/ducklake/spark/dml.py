@@ -295,13 +295,39 @@ def merge_equality_columns(on: str) -> list[str]:
     return out
 
 
+def matched_by_keys_alone(on: str) -> bool:
+    """Whether the ON condition's key equalities (merge_equality_columns) alone decide which target rows a source row
+    matches: every other term names no source column. Then two source rows with the same key match the same target
+    rows: both matched (the target join's cardinality check sees them) or both unmatched."""
+    try:
+        terms = conjuncts(on)
+    except ParseError:
+        return False
+    keys = 0
+    for term in terms:
+        if isinstance(term, exp.EQ):
+            a, b = column_ref(term.this), column_ref(term.expression)
+            quals = {(a[0] or "").lower() if a else None, (b[0] or "").lower() if b else None}
+            if quals == {"s", "t"}:
+                keys += 1
+                continue
+        if any((c.table or "").lower() != "t" for c in term.find_all(exp.Column)):
+            return False
+        if any(isinstance(f, (exp.Rand, exp.Randn, exp.Uuid)) for f in term.find_all(exp.Func)):
+            return False
+    return keys > 0
+
+
 def _refuse_repeated_keys(spark: SparkSession, relation: str, columns: list[str], schema: str, table: str) -> None:
     """MergeCardinalityError naming the first repeated keys of a MERGE source (whether or not the target has them:
-    a key must identify one row, else the target's rows would depend on which duplicate wins or both be inserted)."""
+    a key must identify one row, else the target's rows would depend on which duplicate wins or both be inserted).
+    Returns when the source repeats no key."""
     cols = ", ".join(f"s.{ident(c)}" for c in columns)
     rows = spark.sql(f"SELECT {cols}, count(*) AS n FROM {relation} s WHERE "
                      f"{' AND '.join(f's.{ident(c)} IS NOT NULL' for c in columns)} GROUP BY {cols} "
                      f"HAVING count(*) > 1 ORDER BY n DESC LIMIT 5").collect()
+    if not rows:
+        return
     shown = "; ".join(", ".join(f"{c}={r[i]!r}" for i, c in enumerate(columns)) + f" ({r[-1]} rows)" for r in rows)
     raise MergeCardinalityError(
         f"MERGE into {schema}.{table}: the source repeats keys ({', '.join(columns)}): {shown}; a merge key must be "
@@ -647,21 +673,26 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     by_source = [w for w in clauses if w.when == "not_matched_by_source"]
     tag = uuid.uuid4().hex[:12]
     src_view, hit_view = f"__ducklake_merge_source_{tag}", f"__ducklake_merge_hits_{tag}"
+    unmatched_view = f"__ducklake_merge_unmatched_{tag}"
     src = source.withColumn("__src_row", F.monotonically_increasing_id())  # type: ignore[attr-defined]
     src = src.persist(StorageLevel.MEMORY_AND_DISK)
     src.createOrReplaceTempView(src_view)
     table_dir = tx.table_path(info)
     done = Staged()
-    hits_df = None
+    hits_df = unmatched_df = None
     try:
         # every target row counts when unmatched target rows change; otherwise only files that can match
         keys = [] if by_source else merge_keys(spark, src_view, base, on)
         unique = merge_equality_columns(on) if (matched or inserts) else []
+        # when the keys alone decide the matches, a repeated key among matched rows fails the cardinality check, so
+        # only the unmatched rows' keys are counted (after the target join: a count(DISTINCT) of every source key
+        # is a shuffle of the whole source)
+        unmatched_unique = unique if matched and matched_by_keys_alone(on) else []
         # one job materializes the source now (the passes below read the same rows), bounds its keys and
         # counts its distinct keys
-        bounds = tuple(spark.sql(bounds_sql(src_view, keys, unique)).collect()[0])
+        bounds = tuple(spark.sql(bounds_sql(src_view, keys, [] if unmatched_unique else unique)).collect()[0])
         n_source = bounds[0]
-        if unique and bounds[-2] != bounds[-1]:
+        if unique and not unmatched_unique and bounds[-2] != bounds[-1]:
             _refuse_repeated_keys(spark, src_view, unique, schema, table)
         prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
         key_range = key_range_sql(base, keys, bounds) if keys else None
@@ -688,7 +719,20 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             if matched:
                 # one job joins, caches the hits and brings their ids (as Arrow) for the checks and the deletes
                 ids = hits_df.select("__file", "__pos", "__rowid", "__clause").toArrow()
-                _check_cardinality(ids, schema, table)
+                try:
+                    _check_cardinality(ids, schema, table)
+                except MergeCardinalityError:
+                    if unmatched_unique:  # the bounds did not count repeated keys: name them if that is the cause
+                        _refuse_repeated_keys(spark, src_view, unique, schema, table)
+                    raise
+                if unmatched_unique:
+                    unmatched_df = spark.sql(f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN (SELECT __src_row FROM "
+                                             f"{hit_view}) m ON s.__src_row = m.__src_row"
+                                             ).persist(StorageLevel.MEMORY_AND_DISK)
+                    unmatched_df.createOrReplaceTempView(unmatched_view)
+                    counts = spark.sql(bounds_sql(unmatched_view, [], unique)).collect()[0]
+                    if counts[-2] != counts[-1]:
+                        _refuse_repeated_keys(spark, unmatched_view, unique, schema, table)
                 gone = [i for i, w in enumerate(matched) if w.action == "delete"]
                 upd = [i for i, w in enumerate(matched) if w.action == "update"]
                 acted = ids.filter(pc.is_in(ids["__clause"], value_set=pa.array(gone + upd, ids["__clause"].type)))
@@ -706,7 +750,9 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         if inserts:
             idx = _first([w.condition for w in inserts])
             vals = _values(inserts, idx, cols, {}, source=True)
-            ins = spark.sql(f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
+            ins = spark.sql(f"SELECT {', '.join(vals)} FROM {unmatched_view} s WHERE ({idx}) >= 0"
+                            if unmatched_df is not None else
+                            f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
                             f"ON s.__src_row = m.__src_row WHERE ({idx}) >= 0")
             inserted = write_files(spark, ins, info, table_dir)
             done.add(tx, inserted, table_dir)
@@ -741,8 +787,9 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         return done
     finally:
         # unpersist first: Spark Connect re-analyzes a plan to unpersist it, and the plans read these views
-        if hits_df is not None:
-            hits_df.unpersist()
+        for df in (unmatched_df, hits_df):
+            if df is not None:
+                df.unpersist()
         src.unpersist()
-        spark.catalog.dropTempView(src_view)
-        spark.catalog.dropTempView(hit_view)
+        for view in (src_view, hit_view, unmatched_view):
+            spark.catalog.dropTempView(view)
