@@ -279,19 +279,25 @@ def bounds_sql(relation: str, keys: list[tuple[str, str]], unique: Sequence[str]
     return f"SELECT count(*){aggs} FROM {relation} s"
 
 
+def _key_column(term: exp.Expression) -> str | None:
+    """The source column of an ON term t.<col> = s.<col> (either way round); None for any other term."""
+    if not isinstance(term, exp.EQ):
+        return None
+    a, b = column_ref(term.this), column_ref(term.expression)
+    if a is None or b is None:
+        return None
+    if (a[0] or "").lower() == "s":
+        a, b = b, a
+    return b[1] if (a[0] or "").lower() == "t" and (b[0] or "").lower() == "s" else None
+
+
 def merge_equality_columns(on: str) -> list[str]:
     """The source columns of the ON condition's equalities t.<col> = s.<col> (a MERGE's key)."""
     out = []
     for term in conjuncts(on):
-        if not isinstance(term, exp.EQ):
-            continue
-        a, b = column_ref(term.this), column_ref(term.expression)
-        if a is None or b is None:
-            continue
-        if (a[0] or "").lower() == "s":
-            a, b = b, a
-        if (a[0] or "").lower() == "t" and (b[0] or "").lower() == "s" and b[1] not in out:
-            out.append(b[1])
+        col = _key_column(term)
+        if col is not None and col not in out:
+            out.append(col)
     return out
 
 
@@ -305,12 +311,9 @@ def matched_by_keys_alone(on: str) -> bool:
         return False
     keys = 0
     for term in terms:
-        if isinstance(term, exp.EQ):
-            a, b = column_ref(term.this), column_ref(term.expression)
-            quals = {(a[0] or "").lower() if a else None, (b[0] or "").lower() if b else None}
-            if quals == {"s", "t"}:
-                keys += 1
-                continue
+        if _key_column(term) is not None:
+            keys += 1
+            continue
         if any((c.table or "").lower() != "t" for c in term.find_all(exp.Column)):
             return False
         if any(isinstance(f, (exp.Rand, exp.Randn, exp.Uuid)) for f in term.find_all(exp.Func)):
@@ -718,7 +721,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             hits_df.createOrReplaceTempView(hit_view)
             if matched:
                 # one job joins, caches the hits and brings their ids (as Arrow) for the checks and the deletes
-                ids = hits_df.select("__file", "__pos", "__rowid", "__clause").toArrow()
+                ids = hits_df.select(*IDS, "__clause").toArrow()
                 try:
                     _check_cardinality(ids, schema, table)
                 except MergeCardinalityError:

@@ -385,13 +385,12 @@ class DeleteRows(Operation):
             raise ValueError(f"delete positions {asked[outside][:5].tolist()} are outside data file "
                              f"{f.data_file_id} ({f.record_count} rows)")
         existing = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot) if f.delete_file else None
-        already = np.sort(np.concatenate([np.asarray(existing.positions if existing else (), dtype=np.int64),
-                                          np.asarray([p for p, _ in f.inlined_deletes], dtype=np.int64)]))
+        already = _sorted_unique(np.concatenate([np.asarray(existing.positions if existing else (), dtype=np.int64),
+                                                 np.asarray([p for p, _ in f.inlined_deletes], dtype=np.int64)]))
         new = _sorted_unique(asked)
         if already.size:
             at = np.minimum(np.searchsorted(already, new), already.size - 1)
             new = new[already[at] != new]
-        already = _sorted_unique(already)
         if not new.size:
             return
         b.changes.deleted_tables.add(info.table_id)
