@@ -29,6 +29,7 @@ CASES = [
     # scenario, schema, table, conditions applied one after the other
     ("repeated_deletes", "main", "d", ["id % 3 = 0", "v LIKE 'r2%'", "id BETWEEN 20 AND 60"]),
     ("inlined", "s", "t", ["id > 9 AND id < 120", "score IS NULL OR flag = 42"]),
+    ("inlined", "s", "t", ["id < 20", "id = 31"]),  # only inlined rows hit: no data file position to stage
     ("updates", "main", "u", ["v = 'all' AND id >= 1005", "n < 40"]),
     ("compaction", "main", "c", ["id % 2 = 1"]),
     ("nested", "main", "n", ["size(l) > 1 OR s.a IS NULL"]),
