@@ -4,6 +4,8 @@ A LazySession stands for its session and starts it only when used."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlglot
 from pyspark.sql import SparkSession
@@ -63,7 +65,8 @@ def test_a_lazy_session_starts_on_first_use(spark: SparkSession) -> None:
     lazy = LazySession(make, classic=True)
     assert is_classic(lazy) and not lazy.started  # answered without starting it
     tag_jobs(lazy, "lazy-tag")  # kept for this thread's first use
-    cancel_tagged(lazy, "lazy-tag", lambda: True)  # nothing ran: nothing to cancel, nothing started
+    cancel_tagged(lazy, "lazy-tag", lambda: False)  # nothing runs: nothing to cancel, nothing started
+    time.sleep(0.3)
     assert not made and not lazy.started
     assert lazy.sql("SELECT 41 + 1 AS x").collect()[0][0] == 42
     assert made == [1] and lazy.started and lazy.session() is spark
@@ -71,6 +74,42 @@ def test_a_lazy_session_starts_on_first_use(spark: SparkSession) -> None:
     spark.sparkContext.removeJobTag("lazy-tag")
     lazy.sql("SELECT 1").collect()
     assert made == [1]  # made once
+
+
+def test_a_cancel_while_the_session_starts_stops_the_job_run_after_the_start(spark: SparkSession) -> None:
+    """Ctrl-C while a statement waits for the session to start (seen under load: the prestart not finished): the
+    statement then starts its job, which the cancel stops; it does not run to its end."""
+    import threading
+
+    release = threading.Event()
+
+    def make() -> SparkSession:
+        release.wait(30)
+        return spark
+
+    lazy = LazySession(make, classic=True)
+    outcome: list[object] = []
+    running = [True]
+
+    def statement() -> None:
+        tag_jobs(lazy, "late-cancel")
+        try:
+            outcome.append(lazy.sql("SELECT max(a.id * b.id) FROM range(300000) a CROSS JOIN range(300000) b")
+                           .collect())
+        except Exception as e:  # noqa: BLE001 - the cancel's error is the outcome
+            outcome.append(e)
+        finally:
+            running[0] = False
+            spark.sparkContext.removeJobTag("late-cancel")
+
+    worker = threading.Thread(target=statement)
+    worker.start()
+    cancel_tagged(lazy, "late-cancel", lambda: running[0])  # the session is not started yet
+    time.sleep(0.5)
+    release.set()
+    worker.join(120)
+    assert not worker.is_alive(), "the job ran on: the cancel was dropped because the session had not started"
+    assert len(outcome) == 1 and isinstance(outcome[0], Exception) and "cancel" in str(outcome[0]).lower()
 
 
 def test_a_failed_start_is_raised_to_every_use() -> None:

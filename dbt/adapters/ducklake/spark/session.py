@@ -306,27 +306,28 @@ def tag_jobs(spark: SparkSession, tag: str) -> None:
         spark.addTag(tag)
 
 
-def cancel_tagged(spark: SparkSession, tag: str, running: Callable[[], bool], limit_seconds: float = 60.0) -> None:
+def cancel_tagged(spark: SparkSession | LazySession, tag: str, running: Callable[[], bool],
+                  limit_seconds: float = 60.0) -> None:
     """Cancel the jobs with this tag until `running()` turns false (a query under adaptive execution is several jobs
     that start one after another, so one cancel is not enough), at most limit_seconds; in a daemon thread. A lazy
-    session that never started ran no job."""
-    if isinstance(spark, LazySession):
-        if not spark.started:
-            return
-        spark = spark.session()
+    session may still be starting when the cancel comes (the statement waits for it, then runs its job): its jobs are
+    cancelled once it exists."""
 
     def loop() -> None:
-        deadline = time.monotonic() + limit_seconds
-        while time.monotonic() < deadline:
-            try:
-                if is_classic(spark):
-                    spark.sparkContext.cancelJobsWithTag(tag)
-                else:
-                    spark.interruptTag(tag)
-            except Exception:  # noqa: BLE001 - a session already stopped: nothing left to cancel
-                return
-            if not running():
-                return
+        deadline = None  # counted from the session's start: a start under load can take long
+        while running():
+            if is_started(spark):
+                deadline = deadline or time.monotonic() + limit_seconds
+                if time.monotonic() > deadline:
+                    return
+                session = session_of(spark)
+                try:
+                    if is_classic(session):
+                        session.sparkContext.cancelJobsWithTag(tag)
+                    else:
+                        session.interruptTag(tag)
+                except Exception:  # noqa: BLE001 - a session already stopped: nothing left to cancel
+                    return
             time.sleep(0.25)
 
     threading.Thread(target=loop, name=f"cancel-{tag}", daemon=True).start()
