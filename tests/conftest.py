@@ -21,6 +21,10 @@ from tests.support.reference_lakes import build, reference_state
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
+# every commit of every test (and of the dbt processes tests start) compares the state the lake keeps after it
+# with a load of the catalog (DuckLake.note_commit)
+os.environ.setdefault("DUCKLAKE_CHECK_COMMITTED_STATE", "1")
+
 CATALOG_BACKENDS = [
     pytest.param("duckdb", id="duckdb"),
     pytest.param("sqlite", id="sqlite"),

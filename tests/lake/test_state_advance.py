@@ -215,3 +215,78 @@ def test_only_duckdb_catalog_files_have_a_change_token(tmp_path: Path) -> None:
         assert lk.db.change_token() is None  # just written: its next write could carry the same time stamp
     finally:
         lk.close()
+
+
+@pytest.mark.parametrize("backend", ["duckdb", "sqlite"])
+def test_own_commits_keep_their_state_and_the_next_read_loads_none(tmp_path: Path, backend: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """After each commit of every kind of change (schema, table, partitioning, columns, tags, views, rename, drop,
+    files, deletes) the lake keeps the state the commit made: it equals a load of that snapshot (the check every test
+    runs, DUCKLAKE_CHECK_COMMITTED_STATE) and the next snapshot() and advance() load no state; files of tables the
+    commit did not change carry over. Another writer's commit after it is still seen."""
+    import pyarrow as pa
+
+    from dbt.adapters.ducklake.lake import Column
+    from dbt.adapters.ducklake.lake.catalog import state as state_module
+    from dbt.adapters.ducklake.lake.write.writer import write_data_files
+
+    monkeypatch.setenv("DUCKLAKE_CHECK_COMMITTED_STATE", "1")
+    ext = "ducklake" if backend == "duckdb" else "sqlite"
+    catalog = f"{backend}:///{tmp_path}/c.{ext}"
+    lk = DuckLake.create(catalog, f"{tmp_path}/data/")
+    loads: list[int] = []
+    real = state_module.load_state
+
+    def counting(*args: object, **kwargs: object) -> LakeState:
+        loads.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    cols = (Column(0, "id", "int64"), Column(0, "v", "varchar"))
+
+    steps = [
+        lambda tx: tx.create_schema("s"),
+        lambda tx: tx.create_table("s", "a", cols),
+        lambda tx: tx.create_table("s", "b", cols, partition_by=[("v", "identity")]),
+        lambda tx: tx.add_column("s", "a", Column(0, "w", "int32")),
+        lambda tx: tx.rename_column("s", "a", "w", "w2"),
+        lambda tx: tx.set_comment("s", "a", "a table"),
+        lambda tx: tx.set_comment("s", "a", "the id", column="id"),
+        lambda tx: tx.set_tag("s", "a", "owner", "me"),
+        lambda tx: tx.create_view("s", "v1", "SELECT 1 AS x"),
+        lambda tx: tx.rename_table("s", "b", "b2"),
+        lambda tx: tx.drop_column("s", "a", "w2"),
+        lambda tx: tx.drop_view("s", "v1"),
+    ]
+    for step in steps:
+        with lk.transaction() as tx:
+            step(tx)
+        monkeypatch.setattr("dbt.adapters.ducklake.lake.lake.load_state", counting)
+        before = len(loads)
+        kept = lk.snapshot()
+        advanced, changed = lk.advance(kept)
+        assert advanced is kept and changed == frozenset() and len(loads) == before
+        monkeypatch.setattr("dbt.adapters.ducklake.lake.lake.load_state", real)
+    # rows: a data file, then a delete; the untouched table's loaded files carry over
+    st = lk.snapshot()
+    info = st.table("s", "a")
+    with lk.transaction() as tx:
+        data = pa.table({"id": pa.array(range(5), pa.int64()), "v": pa.array(list("abcde"))})
+        specs = write_data_files(tx.table("s", "a"), tx.table_path(tx.table("s", "a")), data)
+        tx.add_data_files("s", "a", specs)
+    st = lk.snapshot()
+    b2 = st.table("s", "b2")
+    assert st.files(b2) == []
+    (f,) = st.files(st.table("s", "a"))
+    with lk.transaction() as tx:
+        tx.delete_rows("s", "a", f.data_file_id, [1, 3])
+    after = lk.snapshot()
+    assert after.snapshot_id == st.snapshot_id + 1 and after.files_loaded(b2)
+    assert [d.record_count for d in after.files(after.table("s", "a"))] == [5]
+    assert after.table("s", "a").table_id == info.table_id
+    # another writer (DuckDB) commits: seen by the next read
+    lk.close()
+    with reference.attached(catalog) as con:
+        con.execute("CREATE TABLE lake.s.c (x INTEGER)")
+    seen = DuckLake.open(catalog)
+    assert seen.snapshot().find_relation("s", "c") is not None
+    seen.close()

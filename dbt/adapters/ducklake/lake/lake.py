@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import threading
 import uuid
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .catalog import ddl
 from .catalog.database import CatalogDB
 from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state
-from .catalog.state_advance import tables_changed
+from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
 from .maintenance.option_values import parse_interval, parse_size
@@ -20,10 +21,14 @@ from .records import SchemaInfo, Snapshot
 from .write import catalog_rows
 
 if TYPE_CHECKING:
+    from .write.builder import CatalogBuilder
     from .write.commit_outcome import CommitAttempt
     from .write.transaction import Transaction
 
 CREATED_BY = "dbt-ducklake"
+# set (tests): after each commit, the state the lake keeps is compared with a load of the catalog (note_commit)
+CHECK_COMMITTED_STATE_ENV = "DUCKLAKE_CHECK_COMMITTED_STATE"
+logger = logging.getLogger(__name__)
 
 
 class DuckLake:
@@ -38,6 +43,7 @@ class DuckLake:
         # the last state loaded at the latest snapshot: while no commit follows, a transaction's base and the Spark
         # names' state are this one object instead of a full catalog load each (states are read-only)
         self._latest: LakeState | None = None
+        self._latest_lock = threading.Lock()
         # (change token, latest snapshot) of the last look at the catalog: while the token is the same, so is the
         # latest snapshot, and a statement needs no catalog open to know it (CatalogDB.change_token)
         self._seen: tuple[tuple[object, ...], Snapshot] | None = None
@@ -181,6 +187,45 @@ class DuckLake:
         """Whether the catalog is provably still at `snap`: its change token is the one seen with it."""
         seen = self._seen
         return seen is not None and seen[0] == token and seen[1].same_as(snap)
+
+    def note_commit(self, done: CatalogBuilder, snapshot: Snapshot) -> None:
+        """A transaction of this lake committed with this working catalog: its state after the commit becomes the
+        latest state known (a later snapshot() or advance() that finds the catalog still at that snapshot loads
+        nothing). Never raises unless CHECK_COMMITTED_STATE_ENV is set (tests): then the state is compared with a
+        load of the snapshot."""
+        check = os.environ.get(CHECK_COMMITTED_STATE_ENV)
+        try:
+            state = done.state_after(snapshot, changed_by(snapshot.changes_made))
+            if check:
+                self._check_committed_state(state)
+        except Exception:
+            if check:
+                raise
+            logger.warning("the state after a commit could not be kept (the next read loads it)", exc_info=True)
+            return
+        with self._latest_lock:
+            cached = self._latest
+            if cached is None or cached.snapshot_id < state.snapshot_id:
+                self._latest = state
+
+    def _check_committed_state(self, state: LakeState) -> None:
+        with self.db.read() as conn:
+            snap = find_snapshot(self.db, conn, state.snapshot_id)
+            loaded = load_state(self.db, conn, snap, self.data_path)
+        def full(kind: str, st: LakeState) -> dict:  # tags take no part in the records' equality
+            return {k: (v, v.tags, getattr(v, "column_tags", None)) for k, v in getattr(st, kind).items()}
+
+        wrong = [k for k in ("schemas", "tables", "views") if full(k, loaded) != full(k, state)]
+        if snap != state.snapshot:
+            wrong.append(f"snapshot {snap} != {state.snapshot}")
+        for k in wrong[:3]:
+            if k in ("schemas", "tables", "views"):
+                a, b = full(k, loaded), full(k, state)
+                diff = {n: (a.get(n), b.get(n)) for n in set(a) | set(b) if a.get(n) != b.get(n)}
+                wrong[wrong.index(k)] = f"{k}: (loaded, kept) {diff}"
+        if wrong:
+            raise AssertionError(f"the state kept after commit {state.snapshot_id} differs from the catalog's: "
+                                 + "; ".join(wrong))
 
     def _saw(self, token: tuple[object, ...] | None, latest: Snapshot) -> None:
         self._seen = None if token is None else (token, latest)

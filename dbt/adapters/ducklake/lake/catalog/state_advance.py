@@ -46,12 +46,22 @@ def tables_changed(db: CatalogDB, conn: Connection, old: Snapshot, new: Snapshot
         return None  # the catalog was replaced (restored from a copy): same id, another snapshot
     changed: set[int] = set()
     for _, _, text in rows[1:]:
-        if text is None or unparsed(text):
+        one = changed_by(text)
+        if one is None:
             return None
-        parsed = parse_changes(text)
-        kinds = set(parsed.ids) | set(parsed.names)
-        if not kinds <= TABLE_CHANGES | OTHER_OBJECT_CHANGES:
-            return None  # e.g. dropped_schema (its tables go with it) or a kind this reader does not know
-        for kind in kinds & TABLE_CHANGES:
-            changed |= parsed.ids.get(kind, set())
+        changed |= one
     return frozenset(changed)
+
+
+def changed_by(text: str | None) -> frozenset[int] | None:
+    """Ids of the tables one snapshot's changes_made string changes (see tables_changed); None when unknown."""
+    if text is None or unparsed(text):
+        return None
+    parsed = parse_changes(text)
+    kinds = set(parsed.ids) | set(parsed.names)
+    if not kinds <= TABLE_CHANGES | OTHER_OBJECT_CHANGES:
+        return None  # e.g. dropped_schema (its tables go with it) or a kind this reader does not know
+    out: set[int] = set()
+    for kind in kinds & TABLE_CHANGES:
+        out |= parsed.ids.get(kind, set())
+    return frozenset(out)

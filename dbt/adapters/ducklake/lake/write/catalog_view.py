@@ -22,7 +22,7 @@ from ..errors import (
     TableExistsError,
 )
 from ..paths import table_directory, uuid7
-from ..records import Column, ColumnStats, DataFile, SchemaInfo, TableColumnStats, TableInfo, ViewInfo
+from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
 
 
 def quote(name: str) -> str:
@@ -206,6 +206,20 @@ class CatalogView:
     @property
     def schema_version(self) -> int:
         return self.base_schema_version + (1 if self.schema_changed else 0)
+
+    def state_after(self, snapshot: Snapshot, changed: frozenset[int] | None) -> LakeState:
+        """The lake at the snapshot this view's commit wrote (snapshot: its row, as CatalogBuilder.record gives it):
+        the view's schemas, tables and views, with the files and inlined rows the latest state had loaded for the
+        tables the commit did not change (`changed`: the ids its changes_made names; None: unknown, nothing carried;
+        the others load on demand, as after load_state)."""
+        # a renamed table's row is new in the catalog, from this snapshot on (the view keeps its first begin)
+        rows = {(s, n) for s, n, is_view in self.changes.created_tables if not is_view}
+        tables = {k: replace(t, begin_snapshot=self.snapshot_id) if k in rows else t for k, t in self.tables.items()}
+        state = LakeState(self.latest.db, snapshot, self.latest.data_path, dict(self.schemas), tables,
+                          dict(self.views))
+        if changed is not None:
+            state.carry_files(self.latest, changed | self.created_table_ids)
+        return state
 
     # lookups -------------------------------------------------------------------------------------------------
     def schema(self, name: str) -> SchemaInfo:
@@ -403,6 +417,11 @@ class CatalogView:
 
     # comments and tags ---------------------------------------------------------------------------------------
     def set_tag(self, object_id: int, key: str, value: str | None, is_view: bool) -> None:
+        objects: dict = self.views if is_view else self.tables
+        for name, obj in objects.items():  # the record keeps its tags as the catalog will (a new dict: base shared)
+            if (obj.view_id if is_view else obj.table_id) == object_id:
+                objects[name] = replace(obj, tags=_with_tag(obj.tags, key, value))
+                break
         if is_view:
             self.changes.altered_views.add(object_id)
             self.ddl_change()
@@ -410,11 +429,25 @@ class CatalogView:
             self.altered(object_id, schema_row=False)
 
     def set_column_tag(self, info: TableInfo, column_id: int, key: str, value: str | None) -> None:
+        current = self.tables.get((info.schema_name, info.name))
+        if current is not None and current.table_id == info.table_id:
+            column_tags = {**current.column_tags,
+                           column_id: _with_tag(current.column_tags.get(column_id, {}), key, value)}
+            self.tables[(info.schema_name, info.name)] = replace(
+                current, column_tags={k: v for k, v in column_tags.items() if v})
         self.altered(info.table_id, schema_row=False)
 
     # stats ---------------------------------------------------------------------------------------------------
     def stats_delta(self, table_id: int) -> StatsDelta:
         return self.stats.setdefault(table_id, StatsDelta())
+
+
+def _with_tag(tags: dict[str, str], key: str, value: str | None) -> dict[str, str]:
+    """tags with key set to value (None: removed)."""
+    out = {k: v for k, v in tags.items() if k != key}
+    if value is not None:
+        out[key] = value
+    return out
 
 
 def assign_column_ids(columns: Sequence[Column], first: int) -> tuple[Column, ...]:

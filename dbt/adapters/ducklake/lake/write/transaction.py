@@ -67,6 +67,7 @@ class Transaction:
         self._staged = CatalogView(self.base, self._column_ids)
         self._closed = False
         self.committed: Snapshot | None = None
+        self._done: CatalogBuilder | None = None  # the working catalog of the attempt that committed
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
         self._version = 0  # see version
@@ -439,7 +440,7 @@ class Transaction:
             self._discard_owned()  # written but never staged: nothing can reference them
             return None
         try:
-            return self._commit()
+            snapshot = self._commit()
         except CommitStateUnknownError:
             self._owned = []  # the commit may have happened: its files may be referenced, keep them
             raise
@@ -449,6 +450,11 @@ class Transaction:
         finally:
             if self.committed is not None:
                 self._owned = []
+        if self._done is not None:
+            # after the files are safe: the lake keeps the state this commit made (the next read loads none)
+            self.lake.note_commit(self._done, snapshot)
+            self._done = None
+        return snapshot
 
     def _commit(self) -> Snapshot | None:
         db = self.lake.db
@@ -475,6 +481,7 @@ class Transaction:
                         db.execute(conn, sql, params)
                 # committed: from here on nothing may remove a file, whatever fails
                 self.committed = self._snapshot(builder)
+                self._done = builder
                 return self.committed
             except CommitStateUnknownError as unknown:
                 assert builder is not None
