@@ -212,17 +212,16 @@ class DuckLake:
         with self.db.read() as conn:
             snap = find_snapshot(self.db, conn, state.snapshot_id)
             loaded = load_state(self.db, conn, snap, self.data_path)
+
         def full(kind: str, st: LakeState) -> dict:  # tags take no part in the records' equality
             return {k: (v, v.tags, getattr(v, "column_tags", None)) for k, v in getattr(st, kind).items()}
 
-        wrong = [k for k in ("schemas", "tables", "views") if full(k, loaded) != full(k, state)]
-        if snap != state.snapshot:
-            wrong.append(f"snapshot {snap} != {state.snapshot}")
-        for k in wrong[:3]:
-            if k in ("schemas", "tables", "views"):
-                a, b = full(k, loaded), full(k, state)
+        wrong = [] if snap == state.snapshot else [f"snapshot {snap} != {state.snapshot}"]
+        for kind in ("schemas", "tables", "views"):
+            a, b = full(kind, loaded), full(kind, state)
+            if a != b:
                 diff = {n: (a.get(n), b.get(n)) for n in set(a) | set(b) if a.get(n) != b.get(n)}
-                wrong[wrong.index(k)] = f"{k}: (loaded, kept) {diff}"
+                wrong.append(f"{kind}: (loaded, kept) {diff}")
         if wrong:
             raise AssertionError(f"the state kept after commit {state.snapshot_id} differs from the catalog's: "
                                  + "; ".join(wrong))

@@ -71,11 +71,10 @@ def _stage_deletes(tx: Transaction, info: TableInfo, hits: pa.Table) -> None:
     files, pos = in_files["__file"].to_numpy(), in_files["__pos"].to_numpy()
     order = np.lexsort((pos, files))
     files, pos = files[order], pos[order]
-    # Each data file's run of positions: starts where the file id changes, ends where the next run starts.
-    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]]) if files.size else np.empty(0, np.int64)
-    ends = np.r_[starts[1:], files.size] if files.size else np.empty(0, np.int64)
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        tx.delete_rows(info.schema_name, info.name, int(files[a]), pos[a:b])
+    if files.size:  # each data file's run of positions: from where its id starts to where the next one does
+        starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
+        for a, b in zip(starts.tolist(), np.r_[starts[1:], files.size].tolist(), strict=True):
+            tx.delete_rows(info.schema_name, info.name, int(files[a]), pos[a:b])
     inlined_ids = hits.filter(is_inlined)["__rowid"]
     if len(inlined_ids):
         tx.delete_inlined_rows(info.schema_name, info.name, inlined_ids.to_pylist())

@@ -67,7 +67,6 @@ class Transaction:
         self._staged = CatalogView(self.base, self._column_ids)
         self._closed = False
         self.committed: Snapshot | None = None
-        self._done: CatalogBuilder | None = None  # the working catalog of the attempt that committed
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
         self._version = 0  # see version
@@ -440,7 +439,7 @@ class Transaction:
             self._discard_owned()  # written but never staged: nothing can reference them
             return None
         try:
-            snapshot = self._commit()
+            snapshot, done = self._commit()
         except CommitStateUnknownError:
             self._owned = []  # the commit may have happened: its files may be referenced, keep them
             raise
@@ -450,13 +449,14 @@ class Transaction:
         finally:
             if self.committed is not None:
                 self._owned = []
-        if self._done is not None:
+        if done is not None:
             # after the files are safe: the lake keeps the state this commit made (the next read loads none)
-            self.lake.note_commit(self._done, snapshot)
-            self._done = None
+            self.lake.note_commit(done, snapshot)
         return snapshot
 
-    def _commit(self) -> Snapshot | None:
+    def _commit(self) -> tuple[Snapshot, CatalogBuilder | None]:
+        """The snapshot written, and the working catalog of the attempt that wrote it (None when the commit was only
+        found in the catalog after its acknowledgement was lost)."""
         db = self.lake.db
         fileio = LocalFileIO()
         self.lake.resolve_unknown_commits()
@@ -481,8 +481,7 @@ class Transaction:
                         db.execute(conn, sql, params)
                 # committed: from here on nothing may remove a file, whatever fails
                 self.committed = self._snapshot(builder)
-                self._done = builder
-                return self.committed
+                return self.committed, builder
             except CommitStateUnknownError as unknown:
                 assert builder is not None
                 tried = self._attempt(builder, backend_pid)
@@ -491,7 +490,7 @@ class Transaction:
                     logger.info("commit of %s: the acknowledgement was lost but the snapshot is in the catalog",
                                 tried.describe())
                     self.committed = self._snapshot(builder)
-                    return self.committed
+                    return self.committed, None
                 if landed is None:
                     # keep every file: they may be live; the lake asks again before its next commit
                     self.lake.note_unknown_commit(tried)
