@@ -4,15 +4,17 @@ load; whatever cannot be accounted for (an expired snapshot in between, a droppe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.lake import Column, DuckLake
 from dbt.adapters.ducklake.lake.catalog.state import LakeState
 from dbt.adapters.ducklake.lake.write.conflicts import unparsed
 from tests.support import reference
+from tests.support.catalog_opens import count_opens
 
 
 @pytest.fixture()
@@ -163,45 +165,37 @@ def test_inlined_rows_of_an_unchanged_table_carry_over(lake: tuple[str, DuckLake
     assert rows(st3) == [1000, 1001, 1002]  # an older state keeps its snapshot's rows
 
 
-def _opens(monkeypatch: pytest.MonkeyPatch, lk: DuckLake) -> list[int]:
-    calls: list[int] = []
-    real = lk.db._raw_connect
-
-    def counted() -> object:
-        calls.append(1)
-        return real()
-
-    monkeypatch.setattr(lk.db, "_raw_connect", counted)
-    return calls
-
-
 def test_an_unchanged_catalog_file_is_not_opened_and_every_commit_is_seen(
         lake: tuple[str, DuckLake], monkeypatch: pytest.MonkeyPatch) -> None:
     """While a DuckDB catalog file (and its WAL) is as it was when the latest snapshot was read, a statement learns
     that nothing was committed without opening it; a DuckDB commit in between, even right after a read, is seen."""
-    import time
-
-    from dbt.adapters.ducklake.lake.catalog import database
-
     catalog, lk = lake
-    monkeypatch.setattr(database, "STABLE_AFTER_NS", 200_000_000)
-    time.sleep(0.25)
+    _settle()
     st, _ = lk.advance(None)
-    opens = _opens(monkeypatch, lk)
+    opens = count_opens(monkeypatch, lk)
     for _ in range(3):
         assert lk.advance(st) == (st, frozenset())
         assert lk.snapshot() is st
     assert opens == []
-    _duck(catalog, "INSERT INTO lake.b SELECT range FROM range(40, 60)", lake=lk)  # right after: not trusted yet
+    _duck(catalog, "INSERT INTO lake.b SELECT range FROM range(40, 60)", lake=lk)  # right after the read
     new, changed = lk.advance(st)
     assert new.snapshot_id == st.snapshot_id + 1 and changed == _ids(new, "b") and len(opens) == 1
-    time.sleep(0.25)
+    _settle()
     assert lk.advance(new)[0] is new and len(opens) == 2  # stable again: one look, remembered with its token
     assert lk.advance(new)[0] is new and len(opens) == 2
     _duck(catalog, "DELETE FROM lake.a WHERE id = 3", lake=lk)
-    time.sleep(0.25)  # the commit's stamp is old enough to trust, and differs from the one seen
+    _settle()  # the commit's stamp is old enough to trust, and differs from the one seen
     newer, changed = lk.advance(new)
-    assert newer.snapshot_id == new.snapshot_id + 1 and changed == _ids(newer, "a")
+    assert newer.snapshot_id == new.snapshot_id + 1 and changed == _ids(newer, "a") and len(opens) == 3
+
+
+def _settle() -> None:
+    """Wait until the catalog file's last stamps are old enough for its change token to be trusted."""
+    import time
+
+    from dbt.adapters.ducklake.lake.catalog import duckdb_files
+
+    time.sleep(duckdb_files.STABLE_NS / 1e9 + 0.005)
 
 
 def test_only_duckdb_catalog_files_have_a_change_token(tmp_path: Path) -> None:
@@ -212,9 +206,77 @@ def test_only_duckdb_catalog_files_have_a_change_token(tmp_path: Path) -> None:
         lk.close()
     lk = DuckLake.create(f"duckdb:///{tmp_path}/d.ducklake", f"{tmp_path}/data2/")
     try:
-        assert lk.db.change_token() is None  # just written: its next write could carry the same time stamp
+        token = lk.db.change_token()  # our commits leave the file settled (its stamps older than a clock tick)
+        assert token is not None and lk.db.change_token() == token  # reading the token changes nothing
+        lk.latest_snapshot()
+        assert lk.db.change_token() == token  # nor does a read of the catalog
+        with lk.transaction() as tx:
+            tx.create_schema("s")
+        assert lk.db.change_token() not in (None, token)
+        os.utime(f"{tmp_path}/d.ducklake")  # just written: its next write could carry the same time stamps
+        assert lk.db.change_token() is None
     finally:
         lk.close()
+
+
+def test_own_commits_need_no_catalog_open_and_other_writers_right_after_are_seen(
+        lake: tuple[str, DuckLake], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After this lake's own commits (from several threads) a state of an earlier snapshot moves forward to the last
+    one without a catalog open, the tables those commits changed counted as changed and the other tables' files
+    carried; a DuckDB commit right after ours (no time between: a file system clock tick cannot hide it), or one left
+    in the WAL by a DuckDB that did not checkpoint, is seen by the next statement."""
+    import threading
+
+    catalog, lk = lake
+    st = _loaded(lk)
+    a, b = (st.table("main", n) for n in ("a", "b"))
+    with lk.transaction() as tx:
+        tx.create_table("main", "c", (Column(0, "id", "int64"),))
+    opens = count_opens(monkeypatch, lk)
+    moved, changed = lk.advance(st)
+    assert opens == [] and moved.snapshot_id == st.snapshot_id + 1 and changed == frozenset()
+    assert moved.files_loaded(a) and moved.files(a) == st.files(a)
+    assert lk.snapshot() is moved and opens == []
+
+    def delete_from(name: str, position: int) -> None:
+        info = lk.snapshot().table("main", name)
+        with lk.transaction() as tx:
+            tx.delete_rows("main", name, lk.snapshot().files(info)[0].data_file_id, [position])
+
+    threads = [threading.Thread(target=delete_from, args=(n, i)) for i, n in enumerate(("a", "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    commits = len(opens)  # the two commits' own connections (and a file list each)
+    newer, changed = lk.advance(moved)
+    assert len(opens) == commits and newer.snapshot_id == moved.snapshot_id + 2
+    assert changed == {a.table_id, b.table_id}
+    fresh = lk.snapshot(newer.snapshot_id)
+    for t in (a, b):
+        assert newer.files(t) == fresh.files(t)
+        assert newer.live_rows_in_files(t) == fresh.live_rows_in_files(t) == st.live_rows_in_files(t) - 1
+
+    with lk.transaction() as tx:  # ours, then DuckDB's at once
+        tx.drop_table("main", "c")
+    _duck(catalog, "INSERT INTO lake.b SELECT range FROM range(100, 120)", lake=lk)
+    seen, changed = lk.advance(newer)
+    assert seen.snapshot_id == newer.snapshot_id + 2 and changed is not None and b.table_id in changed
+    assert seen.find_relation("main", "c") is None
+
+    con = reference.connect()  # a DuckDB writer whose commit stays in the WAL (no checkpoint at its close)
+    try:
+        con.execute("SET checkpoint_threshold = '1GB'")
+        con.execute("PRAGMA disable_checkpoint_on_shutdown")
+        con.execute(reference.attach_sql(catalog, "lake"))
+        con.execute("INSERT INTO lake.a SELECT range FROM range(200, 230)")
+    finally:
+        con.close()
+    wal = Path(catalog.removeprefix("duckdb://") + ".wal")
+    assert wal.stat().st_size > 0  # the commit is in the WAL only
+    _settle()  # its stamps are old enough: only what the token holds can tell
+    walled, changed = lk.advance(seen)
+    assert walled.snapshot_id == seen.snapshot_id + 1 and changed == _ids(walled, "a"), wal.exists()
 
 
 @pytest.mark.parametrize("backend", ["duckdb", "sqlite"])

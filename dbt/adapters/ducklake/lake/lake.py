@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 CREATED_BY = "dbt-ducklake"
 # set (tests): after each commit, the state the lake keeps is compared with a load of the catalog (note_commit)
 CHECK_COMMITTED_STATE_ENV = "DUCKLAKE_CHECK_COMMITTED_STATE"
+_OWN_COMMITS_KEPT = 256
 logger = logging.getLogger(__name__)
 
 
@@ -47,6 +48,9 @@ class DuckLake:
         # (change token, latest snapshot) of the last look at the catalog: while the token is the same, so is the
         # latest snapshot, and a statement needs no catalog open to know it (CatalogDB.change_token)
         self._seen: tuple[tuple[object, ...], Snapshot] | None = None
+        # this lake's own commits by snapshot id: (the snapshot it was made on, the snapshot, the tables it changed or
+        # None): a state of an earlier snapshot moves forward over them without asking the catalog what they changed
+        self._own: dict[int, tuple[Snapshot, Snapshot, frozenset[int] | None]] = {}
 
     # opening -----------------------------------------------------------------------------------------------
     @classmethod
@@ -188,14 +192,20 @@ class DuckLake:
         seen = self._seen
         return seen is not None and seen[0] == token and seen[1].same_as(snap)
 
-    def note_commit(self, done: CatalogBuilder, snapshot: Snapshot) -> None:
+    def note_commit(self, done: CatalogBuilder, snapshot: Snapshot, token: tuple[object, ...] | None = None) -> None:
         """A transaction of this lake committed with this working catalog: its state after the commit becomes the
         latest state known (a later snapshot() or advance() that finds the catalog still at that snapshot loads
-        nothing). Never raises unless CHECK_COMMITTED_STATE_ENV is set (tests): then the state is compared with a
-        load of the snapshot."""
+        nothing), and with the catalog's change token as the commit left it (CatalogDB.released_token), they find
+        that without opening the catalog. Never raises unless CHECK_COMMITTED_STATE_ENV is set (tests): then the
+        state is compared with a load of the snapshot."""
         check = os.environ.get(CHECK_COMMITTED_STATE_ENV)
+        changed = changed_by(snapshot.changes_made)
+        with self._latest_lock:
+            self._own[snapshot.snapshot_id] = (done.latest.snapshot, snapshot, changed)
+            for old in [i for i in self._own if i <= snapshot.snapshot_id - _OWN_COMMITS_KEPT]:
+                del self._own[old]
         try:
-            state = done.state_after(snapshot, changed_by(snapshot.changes_made))
+            state = done.state_after(snapshot, changed)
             if check:
                 self._check_committed_state(state)
         except Exception:
@@ -207,6 +217,9 @@ class DuckLake:
             cached = self._latest
             if cached is None or cached.snapshot_id < state.snapshot_id:
                 self._latest = state
+            seen = self._seen
+            if token is not None and (seen is None or seen[1].snapshot_id <= snapshot.snapshot_id):
+                self._seen = (token, snapshot)
 
     def _check_committed_state(self, state: LakeState) -> None:
         with self.db.read() as conn:
@@ -226,6 +239,27 @@ class DuckLake:
             raise AssertionError(f"the state kept after commit {state.snapshot_id} differs from the catalog's: "
                                  + "; ".join(wrong))
 
+    def _proven_latest(self, token: tuple[object, ...] | None) -> LakeState | None:
+        """The latest state kept, if the change token proves the catalog is still at its snapshot."""
+        seen, cached = self._seen, self._latest
+        if token is None or seen is None or cached is None or seen[0] != token:
+            return None
+        return cached if cached.snapshot.same_as(seen[1]) else None
+
+    def _own_changes(self, old: Snapshot, new: Snapshot) -> frozenset[int] | None:
+        """The tables changed from `old` to `new` when every snapshot in between is one of this lake's own commits,
+        each made on the one before (None otherwise: the catalog knows)."""
+        changed: set[int] = set()
+        parent = old
+        with self._latest_lock:
+            for sid in range(old.snapshot_id + 1, new.snapshot_id + 1):
+                own = self._own.get(sid)
+                if own is None or not own[0].same_as(parent) or own[2] is None:
+                    return None
+                parent = own[1]
+                changed |= own[2]
+        return frozenset(changed) if parent.same_as(new) else None
+
     def _saw(self, token: tuple[object, ...] | None, latest: Snapshot) -> None:
         self._seen = None if token is None else (token, latest)
 
@@ -237,6 +271,14 @@ class DuckLake:
         token = self.db.change_token()  # before the query: a commit after it changes the token
         if token is not None and state is not None and self._unchanged(token, state.snapshot):
             return state, frozenset()
+        known = self._proven_latest(token)
+        if known is not None:  # the catalog is still where this lake's own last commit left it
+            if state is None:
+                return known, None
+            changed = self._own_changes(state.snapshot, known.snapshot)
+            if changed is not None:
+                known.carry_files(state, changed)
+                return known, changed
         with self.db.read() as conn:
             latest = find_snapshot(self.db, conn)
             self._saw(token, latest)

@@ -10,19 +10,36 @@ One instance per thread: a query of one connection can hold on to every database
 information_schema lists them all), and then another thread's DETACH leaves the file open. Callers hold the file's
 thread lock (database._file_lock) around a connection, so one thread at a time has a given file attached; a thread
 that opens the file again inside its own connection shares the attachment (counted).
+
+Change tokens (`file_token`): every commit to a DuckDB database file writes it or its WAL, so their modification
+times, sizes and inodes change, but only to a time stamp of the file system's clock, which moves in ticks (4 ms
+here): a token read within a tick of the last write could equal the one after a next write. A token is trusted
+once its newest stamp is older than two ticks (STABLE_NS), or 2 s on file systems that stamp whole milliseconds or
+coarser. The last connection of a thread that wrote the file checkpoints it, waits out those two ticks while it
+still holds the file's lock (so no other process's write can carry the same stamps) and keeps the token of the file
+as it leaves it (`released_token`): the state its own commit made. The file is never opened to read it: closing any
+descriptor of a file drops every POSIX lock this process holds on it, DuckDB's included.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 import duckdb
 from duckdb_engine import ConnectionWrapper
 
 _NAMES = itertools.count()
+# how long after a file's newest time stamp another write surely stamps a later time: two ticks of the clock that
+# stamps files (Linux: the coarse real-time clock) and a margin; whole-millisecond stamps: a coarse file system
+_COARSE_CLOCK = getattr(time, "CLOCK_REALTIME_COARSE", None)
+STABLE_NS = (2 * int(time.clock_getres(_COARSE_CLOCK) * 1e9) + 2_000_000 if _COARSE_CLOCK is not None
+             else 1_000_000_000)
+COARSE_STABLE_NS = 2_000_000_000
 
 
 @dataclass
@@ -38,6 +55,7 @@ class _Host(threading.local):
         self.pid = -1
         self.db: duckdb.DuckDBPyConnection | None = None
         self.attached: dict[str, _Attachment] = {}  # by absolute path
+        self.released: dict[str, tuple[object, ...] | None] = {}  # by absolute path: the token at the last detach
 
     def instance(self) -> duckdb.DuckDBPyConnection:
         if self.db is None or self.pid != os.getpid():  # a forked child makes its own
@@ -56,6 +74,7 @@ def connect(path: str) -> ConnectionWrapper:
     """
     key = os.path.abspath(path)
     cur = _HOST.instance().cursor()
+    _HOST.released.pop(key, None)  # a new use: the token kept from the last one no longer says where the file is
     try:
         entry = _HOST.attached.get(key)
         if entry is None:
@@ -96,11 +115,76 @@ def _release(key: str) -> None:
         return
     cur = _HOST.db.cursor()
     try:
+        token = None
+        if _wal_size(key):
+            # what this thread committed, into the file now, and its stamps made old enough to tell from any later
+            # write: the token then stays true after the DETACH (which would checkpoint otherwise). A failed
+            # CHECKPOINT leaves it to the DETACH, and the token then differs.
+            with contextlib.suppress(duckdb.Error):
+                cur.execute(f"CHECKPOINT {entry.alias}")
+            token = _settled_token(key)
         cur.execute(f"DETACH {entry.alias}")
+        _HOST.released[key] = token
     finally:
         cur.close()
     # only once detached: after a failed DETACH the next connection of the thread takes the attachment up again
     del _HOST.attached[key]
+
+
+def released_token(path: str) -> tuple[object, ...] | None:
+    """The token of the file as this thread's last connection to it left it (None if it is in use or none was
+    kept): taken before the DETACH, while the process still held the file's lock."""
+    return _HOST.released.get(os.path.abspath(path))
+
+
+def file_token(path: str) -> tuple[object, ...] | None:
+    """A value that every later commit to the DuckDB database file changes (see the module's note); None when there
+    is none to trust yet (the file was written too recently) or the file cannot be looked at."""
+    parts = _stamps(path)
+    if parts is None:
+        return None
+    newest, stable, token = parts
+    return token if time.time_ns() - newest >= stable else None
+
+
+def _settled_token(path: str) -> tuple[object, ...] | None:
+    """The file's token once it can be trusted: waits (at most STABLE_NS, holding the file) until the last write's
+    stamps are old enough; None on a coarse file system (a wait of seconds would cost more than it saves)."""
+    parts = _stamps(path)
+    if parts is None or parts[1] != STABLE_NS:
+        return None
+    wait = parts[0] + STABLE_NS - time.time_ns()
+    if wait > 0:
+        time.sleep(wait / 1e9)
+    return file_token(path)
+
+
+def _stamps(path: str) -> tuple[int, int, tuple[object, ...]] | None:
+    """(the newest time stamp of the file and its WAL, how long after it a token is trusted, the token)."""
+    try:
+        wal = _stat(path + ".wal")
+        st = os.stat(path)
+    except OSError:
+        return None
+    main = (st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns)
+    stamps = [st.st_mtime_ns, st.st_ctime_ns] + ([wal[3], wal[4]] if wal is not None else [])
+    coarse = all(t % 1_000_000 == 0 for t in stamps)
+    return max(stamps), COARSE_STABLE_NS if coarse else STABLE_NS, (wal, main)
+
+
+def _stat(path: str) -> tuple[int, int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _wal_size(path: str) -> int:
+    try:
+        return os.stat(path + ".wal").st_size
+    except OSError:
+        return 0
 
 
 def attached() -> list[str]:

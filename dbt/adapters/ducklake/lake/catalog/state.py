@@ -37,6 +37,9 @@ from ..records import (
 )
 from .database import CatalogDB
 
+# a load of one table's files loads those of every table not loaded yet while they are at most this many
+LOAD_ALL_FILES_UP_TO = 2_000
+
 
 def visible(alias: str = "", param: str = "s") -> str:
     """The visibility predicate for rows of a catalog table (optionally aliased) at snapshot :s."""
@@ -155,6 +158,11 @@ class LakeState:
     # at one snapshot they cannot change, and a pruned read of a table would otherwise read them per statement
     _inlined: dict[int, list[InlinedTable]] = field(default_factory=dict, repr=False)
     _inlined_rows: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, repr=False)
+    # inlined-data tables known to hold no row at all (DuckDB catalogs: from the table's row count, read with the
+    # list of inlined-data tables): their reads need no catalog connection
+    _empty_inlined: set[str] = field(default_factory=set, repr=False)
+    # whether a load of one table's files may load every table's (false once the lake proved too big for that)
+    _load_all: bool = field(default=True, repr=False)
 
     @property
     def snapshot_id(self) -> int:
@@ -212,8 +220,24 @@ class LakeState:
         t = table if isinstance(table, TableInfo) else self.table_by_id(table)
         if t.table_id not in self._files:
             with self.db.read() as conn:
-                self._files[t.table_id] = load_files(self.db, conn, self, t)
+                self._files.update(load_files_of(self.db, conn, self, self._with_others(conn, t)))
         return self._files[t.table_id]
+
+    def _with_others(self, conn: Connection, table: TableInfo) -> list[TableInfo]:
+        """The table, and every other table whose files are not loaded yet, while they have at most
+        LOAD_ALL_FILES_UP_TO files: a dbt process reads many tables, and a load of one table's files costs a catalog
+        connection of its own (a database open, on a DuckDB-file catalog), where one load of all costs one."""
+        others = [t for t in self.tables.values() if t.table_id not in self._files and t.table_id != table.table_id]
+        if not self._load_all or not others:
+            return [table]
+        ids = ", ".join(str(int(t.table_id)) for t in others)
+        count = self.db.query(
+            conn, f"SELECT count(*) FROM {{p}}ducklake_data_file WHERE table_id IN ({ids}) AND {visible()}",
+            {"s": self.snapshot_id})[0][0]
+        if int(count or 0) > LOAD_ALL_FILES_UP_TO:
+            self._load_all = False  # a big lake: tables load their own files
+            return [table]
+        return [table, *others]
 
     def carry_files(self, older: LakeState, changed: Iterable[int]) -> None:
         """Take the files and inlined rows `older` (an earlier snapshot's state) loaded for tables that no snapshot
@@ -227,6 +251,7 @@ class LakeState:
         for tid, tables in older._inlined.items():
             if tid not in skip and tid in live and tid not in self._inlined:
                 self._inlined[tid] = tables
+                self._empty_inlined.update(t.table_name for t in tables if older.inlined_empty(t))
         for key, rows in older._inlined_rows.items():
             if key[0] not in skip and key[0] in live and key not in self._inlined_rows:
                 self._inlined_rows[key] = rows
@@ -312,12 +337,22 @@ class LakeState:
         return table.table_id in self._inlined
 
     def inlined_tables(self, table: TableInfo | int, conn: Connection | None = None) -> list[InlinedTable]:
-        """The table's inlined-data tables, each with the columns of its schema version (read in conn when given)."""
+        """The table's inlined-data tables, each with the columns of its schema version (read in conn when given;
+        those of every other table not known yet are read with them, as files are)."""
         tid = table.table_id if isinstance(table, TableInfo) else table
         if tid not in self._inlined:
+            ids = [tid] + [t.table_id for t in self.tables.values() if t.table_id not in self._inlined
+                           and t.table_id != tid][:LOAD_ALL_FILES_UP_TO]
             with contextlib.nullcontext(conn) if conn is not None else self.db.read() as c:
-                self._inlined[tid] = load_inlined_tables(self.db, c, tid)
+                found, empty = load_inlined_tables_of(self.db, c, ids)
+            self._empty_inlined |= empty
+            for i in ids:
+                self._inlined[i] = found.get(i, [])
         return self._inlined[tid]
+
+    def inlined_empty(self, inlined: InlinedTable) -> bool:
+        """Whether the inlined-data table is known to hold no row (then its rows need no catalog connection)."""
+        return inlined.table_name in self._empty_inlined
 
     def name_mappings(self, table: TableInfo | int) -> dict[int, NameMapping]:
         tid = table.table_id if isinstance(table, TableInfo) else table
@@ -436,24 +471,37 @@ def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: 
 
 def load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:
     """The data files of one table visible at the state's snapshot, fully described."""
+    return load_files_of(db, conn, state, [table])[table.table_id]
+
+
+def load_files_of(db: CatalogDB, conn: Connection, state: LakeState, tables: Sequence[TableInfo]
+                  ) -> dict[int, list[DataFile]]:
+    """The data files of each table (by id) visible at the state's snapshot, fully described: one query per kind
+    of catalog row for all the tables."""
     with gc_paused():  # tens of thousands of objects at 10k files (lake/gc_pause.py)
-        return _load_files(db, conn, state, table)
+        return _load_files(db, conn, state, tables)
 
 
-def _load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:
-    p = {"s": state.snapshot_id, "t": table.table_id}
+def _load_files(db: CatalogDB, conn: Connection, state: LakeState, tables: Sequence[TableInfo]
+                ) -> dict[int, list[DataFile]]:
+    p: dict[str, Any] = {"s": state.snapshot_id}
+    if len(tables) == 1:
+        p["t"] = tables[0].table_id
+        which = "= :t"
+    else:  # ids, never text: written into the SQL
+        which = "IN (" + ", ".join(str(int(t.table_id)) for t in tables) + ")"
     rd = db.dialect.read_bool
-    base = state.table_path(table)
+    bases = {t.table_id: state.table_path(t) for t in tables}
 
-    def resolve(path: str, rel: Any) -> str:
-        return join_path(base, path) if rd(rel) is not False else path
+    def resolve(tid: int, path: str, rel: Any) -> str:
+        return join_path(bases[tid], path) if rd(rel) is not False else path
 
     stats: dict[int, list[ColumnStats]] = defaultdict(list)
     for fid, cid, size, vc, nc, mn, mx, nan in db.query(
         conn,
         "SELECT st.data_file_id, st.column_id, st.column_size_bytes, st.value_count, st.null_count, st.min_value, "
         "st.max_value, st.contains_nan FROM {p}ducklake_file_column_stats st JOIN {p}ducklake_data_file f "
-        f"ON f.data_file_id = st.data_file_id WHERE f.table_id = :t AND {visible('f')}",
+        f"ON f.data_file_id = st.data_file_id WHERE f.table_id {which} AND {visible('f')}",
         p,
     ):
         stats[fid].append(ColumnStats(cid, size, vc, nc, mn, mx, rd(nan)))
@@ -462,7 +510,7 @@ def _load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableI
         conn,
         "SELECT pv.data_file_id, pv.partition_key_index, pv.partition_value FROM {p}ducklake_file_partition_value pv "
         "JOIN {p}ducklake_data_file f ON f.data_file_id = pv.data_file_id "
-        f"WHERE f.table_id = :t AND {visible('f')}",
+        f"WHERE f.table_id {which} AND {visible('f')}",
         p,
     ):
         pvals[fid][key_index] = value
@@ -470,35 +518,38 @@ def _load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableI
     for r in db.query(
         conn,
         "SELECT delete_file_id, data_file_id, path, path_is_relative, delete_count, file_size_bytes, footer_size, "
-        f"begin_snapshot, partial_max, encryption_key FROM {{p}}ducklake_delete_file WHERE table_id = :t AND {visible()}",
+        "begin_snapshot, partial_max, encryption_key, table_id FROM {p}ducklake_delete_file "
+        f"WHERE table_id {which} AND {visible()}",
         p,
     ):
-        deletes[r[1]] = DeleteFile(r[0], r[1], resolve(r[2], r[3]), r[2], rd(r[3]) is not False, r[4], r[5], r[6],
-                                   r[7], r[8], r[9])
+        deletes[r[1]] = DeleteFile(r[0], r[1], resolve(r[10], r[2], r[3]), r[2], rd(r[3]) is not False, r[4], r[5],
+                                   r[6], r[7], r[8], r[9])
     inlined_del: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    if db.has_table(conn, f"ducklake_inlined_delete_{table.table_id}"):
-        for fid, row_id, begin in db.query(
-            conn,
-            f"SELECT file_id, row_id, begin_snapshot FROM {{p}}ducklake_inlined_delete_{table.table_id} "
-            "WHERE begin_snapshot <= :s ORDER BY file_id, row_id",
-            p,
-        ):
-            inlined_del[fid].append((row_id, begin))
-    files = []
+    names = set(db.table_sizes(conn)) if len(tables) > 1 else None
+    for t in tables:
+        name = f"ducklake_inlined_delete_{t.table_id}"
+        if name in names if names is not None else db.has_table(conn, name):
+            for fid, row_id, begin in db.query(
+                conn, f"SELECT file_id, row_id, begin_snapshot FROM {{p}}{name} WHERE begin_snapshot <= :s "
+                "ORDER BY file_id, row_id", p,
+            ):
+                inlined_del[fid].append((row_id, begin))
+    files: dict[int, list[DataFile]] = {t.table_id: [] for t in tables}
     for r in db.query(
         conn,
         "SELECT data_file_id, path, path_is_relative, record_count, file_size_bytes, footer_size, row_id_start, "
-        "begin_snapshot, partition_id, mapping_id, partial_max, file_order, encryption_key "
-        f"FROM {{p}}ducklake_data_file WHERE table_id = :t AND {visible()} ORDER BY file_order, data_file_id",
+        "begin_snapshot, partition_id, mapping_id, partial_max, file_order, encryption_key, table_id "
+        f"FROM {{p}}ducklake_data_file WHERE table_id {which} AND {visible()} "
+        "ORDER BY table_id, file_order, data_file_id",
         p,
     ):
-        fid = r[0]
+        fid, tid = r[0], r[13]
         pv = pvals.get(fid, {})
-        files.append(
+        files[tid].append(
             DataFile(
                 data_file_id=fid,
-                table_id=table.table_id,
-                path=resolve(r[1], r[2]),
+                table_id=tid,
+                path=resolve(tid, r[1], r[2]),
                 stored_path=r[1],
                 path_is_relative=rd(r[2]) is not False,
                 record_count=r[3],
@@ -525,43 +576,55 @@ _INLINED_RE = re.compile(r"^ducklake_inlined_data_(\d+)_(\d+)$")
 
 def load_inlined_tables(db: CatalogDB, conn: Connection, table_id: int) -> list[InlinedTable]:
     """The inlined-data tables of a table, each with the column tree at its schema version."""
-    out = []
-    for tid, name, version in db.query(
+    return load_inlined_tables_of(db, conn, [table_id])[0].get(table_id, [])
+
+
+def load_inlined_tables_of(db: CatalogDB, conn: Connection, table_ids: Sequence[int]
+                           ) -> tuple[dict[int, list[InlinedTable]], set[str]]:
+    """The inlined-data tables of each table (by id), each with the column tree at its schema version, and (DuckDB
+    catalogs) the names of those that hold no row. A few queries for all the tables."""
+    ids = "(" + ", ".join(str(int(t)) for t in table_ids) + ")"  # ids, never text: written into the SQL
+    listed = db.query(
         conn,
-        "SELECT table_id, table_name, schema_version FROM {p}ducklake_inlined_data_tables WHERE table_id = :t "
-        "ORDER BY schema_version",
-        {"t": table_id},
+        "SELECT table_id, table_name, schema_version FROM {p}ducklake_inlined_data_tables "
+        f"WHERE table_id IN {ids} ORDER BY table_id, schema_version", {})
+    out: dict[int, list[InlinedTable]] = {}
+    if not listed:
+        return out, set()
+    sizes = db.table_sizes(conn)
+    listed = [r for r in listed if r[1] in sizes]  # registered, but the table is gone
+    versions: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for tid, version, begin in db.query(
+            conn, f"SELECT table_id, schema_version, begin_snapshot FROM {{p}}ducklake_schema_versions "
+            f"WHERE table_id IN {ids}", {}):
+        versions[tid].append((version, begin))
+    columns: dict[int, list[Sequence[Any]]] = defaultdict(list)
+    for r in db.query(
+        conn,
+        "SELECT table_id, column_id, column_order, column_name, column_type, initial_default, default_value, "
+        f"nulls_allowed, parent_column, begin_snapshot, end_snapshot FROM {{p}}ducklake_column WHERE table_id IN {ids}",
+        {},
     ):
-        if not db.has_table(conn, name):
-            continue
-        begin = db.query(
-            conn,
-            "SELECT min(begin_snapshot) FROM {p}ducklake_schema_versions WHERE table_id = :t AND schema_version = :v",
-            {"t": table_id, "v": version},
-        )[0][0]
+        columns[r[0]].append(r)
+    for tid, name, version in listed:
+        known = versions.get(tid, [])
+        begins = [b for v, b in known if v == version]
+        begin = min(begins) if begins else None
         if begin is None:
             # DuckDB's first inlined insert bumps schema_version without a schema_versions row; columns only change
             # with such a row, so the table's last one at or before this version tells them (the bumping snapshot
             # itself may have been expired)
-            begin = db.query(
-                conn,
-                "SELECT max(begin_snapshot) FROM {p}ducklake_schema_versions WHERE table_id = :t "
-                "AND schema_version <= :v",
-                {"t": table_id, "v": version},
-            )[0][0]
+            earlier = [b for v, b in known if v <= version]
+            begin = max(earlier) if earlier else None
         if begin is None:  # no schema_versions rows at all: fall back to the first snapshot with that schema version
             begin = db.query(
                 conn, "SELECT min(snapshot_id) FROM {p}ducklake_snapshot WHERE schema_version = :v", {"v": version}
             )[0][0]
-        rows = db.query(
-            conn,
-            "SELECT column_id, column_order, column_name, column_type, initial_default, default_value, nulls_allowed,"
-            f" parent_column FROM {{p}}ducklake_column WHERE table_id = :t AND {visible()}",
-            {"t": table_id, "s": begin},
-        )
-        columns = build_column_tree((r[0], r[1], r[2], r[3], r[4], r[5], db.dialect.read_bool(r[6]), r[7]) for r in rows)
-        out.append(InlinedTable(tid, name, version, columns))
-    return out
+        rows = [r for r in columns.get(tid, []) if begin is not None and r[9] <= begin
+                and (r[10] is None or begin < r[10])]
+        tree = build_column_tree((r[1], r[2], r[3], r[4], r[5], r[6], db.dialect.read_bool(r[7]), r[8]) for r in rows)
+        out.setdefault(tid, []).append(InlinedTable(tid, name, version, tree))
+    return out, {r[1] for r in listed if sizes[r[1]] == 0}
 
 
 def load_name_mappings(db: CatalogDB, conn: Connection, table_id: int) -> dict[int, NameMapping]:

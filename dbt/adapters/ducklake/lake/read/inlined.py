@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from sqlalchemy.engine import Connection
 
 from ..catalog.state import LakeState
 from ..records import Column, InlinedTable, TableInfo
@@ -36,12 +37,15 @@ def read_inlined(state: LakeState, table: TableInfo, with_rowid: bool = True, hi
 
 
 def _read(state: LakeState, table: TableInfo, with_rowid: bool, history: bool, only: str | None) -> list[pa.Table]:
-    if state.knows_inlined(table) and not state.inlined_tables(table):
-        return []  # known to have none: no connection
+    def wanted(conn: Connection | None = None) -> list[InlinedTable]:
+        return [t for t in state.inlined_tables(table, conn) if (only is None or t.table_name == only)
+                and not state.inlined_empty(t)]
+
+    if state.knows_inlined(table) and not wanted():
+        return []  # known to have none (or only empty ones): no connection
     out = []
     with state.db.read() as conn:  # one connection for the list of inlined-data tables and their rows
-        tables = [t for t in state.inlined_tables(table, conn) if only is None or t.table_name == only]
-        for it in tables:
+        for it in wanted(conn):
             names = [c.name for c in it.columns]
             quoted = ['"' + c.name.replace('"', '""') + '"' for c in it.columns]
             # DuckDB catalog: TIMETZ and 128-bit integers go through their text form (DuckDB's Arrow export cannot

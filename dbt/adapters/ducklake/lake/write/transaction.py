@@ -439,7 +439,7 @@ class Transaction:
             self._discard_owned()  # written but never staged: nothing can reference them
             return None
         try:
-            snapshot, done = self._commit()
+            snapshot, done, token = self._commit()
         except CommitStateUnknownError:
             self._owned = []  # the commit may have happened: its files may be referenced, keep them
             raise
@@ -451,12 +451,13 @@ class Transaction:
                 self._owned = []
         if done is not None:
             # after the files are safe: the lake keeps the state this commit made (the next read loads none)
-            self.lake.note_commit(done, snapshot)
+            self.lake.note_commit(done, snapshot, token)
         return snapshot
 
-    def _commit(self) -> tuple[Snapshot, CatalogBuilder | None]:
-        """The snapshot written, and the working catalog of the attempt that wrote it (None when the commit was only
-        found in the catalog after its acknowledgement was lost)."""
+    def _commit(self) -> tuple[Snapshot, CatalogBuilder | None, tuple[object, ...] | None]:
+        """The snapshot written, the working catalog of the attempt that wrote it (None when the commit was only
+        found in the catalog after its acknowledgement was lost), and the catalog's change token as the commit left
+        it (None if unknown)."""
         db = self.lake.db
         fileio = LocalFileIO()
         self.lake.resolve_unknown_commits()
@@ -481,7 +482,7 @@ class Transaction:
                         db.execute(conn, sql, params)
                 # committed: from here on nothing may remove a file, whatever fails
                 self.committed = self._snapshot(builder)
-                return self.committed, builder
+                return self.committed, builder, db.released_token()
             except CommitStateUnknownError as unknown:
                 assert builder is not None
                 tried = self._attempt(builder, backend_pid)
@@ -490,7 +491,7 @@ class Transaction:
                     logger.info("commit of %s: the acknowledgement was lost but the snapshot is in the catalog",
                                 tried.describe())
                     self.committed = self._snapshot(builder)
-                    return self.committed, None
+                    return self.committed, None, None
                 if landed is None:
                     # keep every file: they may be live; the lake asks again before its next commit
                     self.lake.note_unknown_commit(tried)
