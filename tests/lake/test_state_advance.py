@@ -181,12 +181,13 @@ def test_an_unchanged_catalog_file_is_not_opened_and_every_commit_is_seen(
     new, changed = lk.advance(st)
     assert new.snapshot_id == st.snapshot_id + 1 and changed == _ids(new, "b") and len(opens) == 1
     _settle()
-    assert lk.advance(new)[0] is new and len(opens) == 2  # stable again: one look, remembered with its token
-    assert lk.advance(new)[0] is new and len(opens) == 2
+    assert lk.advance(new)[0] is new
+    looks = len(opens)  # 1, or 2 when the first look came within a clock tick of DuckDB's write (not trusted yet)
+    assert looks in (1, 2) and lk.advance(new)[0] is new and len(opens) == looks  # remembered with its token
     _duck(catalog, "DELETE FROM lake.a WHERE id = 3", lake=lk)
     _settle()  # the commit's stamp is old enough to trust, and differs from the one seen
     newer, changed = lk.advance(new)
-    assert newer.snapshot_id == new.snapshot_id + 1 and changed == _ids(newer, "a") and len(opens) == 3
+    assert newer.snapshot_id == new.snapshot_id + 1 and changed == _ids(newer, "a") and len(opens) == looks + 1
 
 
 def _settle() -> None:
@@ -199,6 +200,10 @@ def _settle() -> None:
 
 
 def test_only_duckdb_catalog_files_have_a_change_token(tmp_path: Path) -> None:
+    from dbt.adapters.ducklake.lake.catalog import duckdb_files
+
+    # a commit waits this long (holding the file) for its token to be trusted: two ticks of Linux's file clock
+    assert 1_000_000 < duckdb_files.STABLE_NS <= 20_000_000
     lk = DuckLake.create(f"sqlite:///{tmp_path}/s.sqlite", f"{tmp_path}/data/")
     try:
         assert lk.db.change_token() is None

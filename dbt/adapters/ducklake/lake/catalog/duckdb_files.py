@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -34,11 +35,22 @@ import duckdb
 from duckdb_engine import ConnectionWrapper
 
 _NAMES = itertools.count()
-# how long after a file's newest time stamp another write surely stamps a later time: two ticks of the clock that
-# stamps files (Linux: the coarse real-time clock) and a margin; whole-millisecond stamps: a coarse file system
-_COARSE_CLOCK = getattr(time, "CLOCK_REALTIME_COARSE", None)
-STABLE_NS = (2 * int(time.clock_getres(_COARSE_CLOCK) * 1e9) + 2_000_000 if _COARSE_CLOCK is not None
-             else 1_000_000_000)
+
+
+def _stable_ns() -> int:
+    """How long after a file's newest time stamp another write surely stamps a later time: two ticks of the clock
+    that stamps files and a margin. Linux stamps with the coarse real-time clock (CLOCK_REALTIME_COARSE, id 5,
+    which Python's time module does not name); elsewhere 50 ms covers Windows' 15.6 ms system-time tick."""
+    if sys.platform.startswith("linux"):
+        try:
+            return 2 * int(time.clock_getres(5) * 1e9) + 2_000_000
+        except OSError:
+            pass
+    return 50_000_000
+
+
+STABLE_NS = _stable_ns()
+# whole-millisecond stamps: a coarse file system (FAT, HFS+, some network ones), where a tick can be 2 s
 COARSE_STABLE_NS = 2_000_000_000
 
 
@@ -154,6 +166,8 @@ def _settled_token(path: str) -> tuple[object, ...] | None:
     if parts is None or parts[1] != STABLE_NS:
         return None
     wait = parts[0] + STABLE_NS - time.time_ns()
+    if wait > STABLE_NS:
+        return None  # stamped ahead of this clock (a file system with a clock of its own): no wait, no token
     if wait > 0:
         time.sleep(wait / 1e9)
     return file_token(path)
