@@ -39,6 +39,13 @@ from .database import CatalogDB
 
 # a load of one table's files loads those of every table not loaded yet while they are at most this many
 LOAD_ALL_FILES_UP_TO = 2_000
+# a load of one table's inlined-data tables loads those of at most this many tables not loaded yet
+LOAD_ALL_TABLES_UP_TO = 2_000
+
+
+def id_list(values: Iterable[int]) -> str:
+    """Integer ids for an IN (...) list written into the SQL (integers we format ourselves, never text)."""
+    return ", ".join(str(int(v)) for v in values)
 
 
 def visible(alias: str = "", param: str = "s") -> str:
@@ -230,7 +237,7 @@ class LakeState:
         others = [t for t in self.tables.values() if t.table_id not in self._files and t.table_id != table.table_id]
         if not self._load_all or not others:
             return [table]
-        ids = ", ".join(str(int(t.table_id)) for t in others)
+        ids = id_list(t.table_id for t in others)
         count = self.db.query(
             conn, f"SELECT count(*) FROM {{p}}ducklake_data_file WHERE table_id IN ({ids}) AND {visible()}",
             {"s": self.snapshot_id})[0][0]
@@ -342,7 +349,7 @@ class LakeState:
         tid = table.table_id if isinstance(table, TableInfo) else table
         if tid not in self._inlined:
             ids = [tid] + [t.table_id for t in self.tables.values() if t.table_id not in self._inlined
-                           and t.table_id != tid][:LOAD_ALL_FILES_UP_TO]
+                           and t.table_id != tid][:LOAD_ALL_TABLES_UP_TO]
             with contextlib.nullcontext(conn) if conn is not None else self.db.read() as c:
                 found, empty = load_inlined_tables_of(self.db, c, ids)
             self._empty_inlined |= empty
@@ -484,12 +491,8 @@ def load_files_of(db: CatalogDB, conn: Connection, state: LakeState, tables: Seq
 
 def _load_files(db: CatalogDB, conn: Connection, state: LakeState, tables: Sequence[TableInfo]
                 ) -> dict[int, list[DataFile]]:
-    p: dict[str, Any] = {"s": state.snapshot_id}
-    if len(tables) == 1:
-        p["t"] = tables[0].table_id
-        which = "= :t"
-    else:  # ids, never text: written into the SQL
-        which = "IN (" + ", ".join(str(int(t.table_id)) for t in tables) + ")"
+    p = {"s": state.snapshot_id}
+    which = f"IN ({id_list(t.table_id for t in tables)})"
     rd = db.dialect.read_bool
     bases = {t.table_id: state.table_path(t) for t in tables}
 
@@ -525,10 +528,10 @@ def _load_files(db: CatalogDB, conn: Connection, state: LakeState, tables: Seque
         deletes[r[1]] = DeleteFile(r[0], r[1], resolve(r[10], r[2], r[3]), r[2], rd(r[3]) is not False, r[4], r[5],
                                    r[6], r[7], r[8], r[9])
     inlined_del: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    names = set(db.table_sizes(conn)) if len(tables) > 1 else None
+    names = set(db.table_sizes(conn))
     for t in tables:
         name = f"ducklake_inlined_delete_{t.table_id}"
-        if name in names if names is not None else db.has_table(conn, name):
+        if name in names:
             for fid, row_id, begin in db.query(
                 conn, f"SELECT file_id, row_id, begin_snapshot FROM {{p}}{name} WHERE begin_snapshot <= :s "
                 "ORDER BY file_id, row_id", p,
@@ -583,7 +586,7 @@ def load_inlined_tables_of(db: CatalogDB, conn: Connection, table_ids: Sequence[
                            ) -> tuple[dict[int, list[InlinedTable]], set[str]]:
     """The inlined-data tables of each table (by id), each with the column tree at its schema version, and (DuckDB
     catalogs) the names of those that hold no row. A few queries for all the tables."""
-    ids = "(" + ", ".join(str(int(t)) for t in table_ids) + ")"  # ids, never text: written into the SQL
+    ids = f"({id_list(table_ids)})"
     listed = db.query(
         conn,
         "SELECT table_id, table_name, schema_version FROM {p}ducklake_inlined_data_tables "

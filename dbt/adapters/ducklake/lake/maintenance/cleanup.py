@@ -10,13 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
 from ..catalog.database import CatalogDB
-from ..catalog.state import list_snapshots
+from ..catalog.state import id_list, list_snapshots
 from ..errors import DuckLakeError
 from ..paths import LocalFileIO, join_path, to_local
 from ..records import Snapshot
@@ -89,40 +89,36 @@ def expire_snapshots(
     return chosen
 
 
-def _ids(values: Iterable[int]) -> str:
-    return ", ".join(str(int(v)) for v in values)
-
-
 def _delete_snapshots(db: CatalogDB, conn: Connection, data_path: str, ids: list[int]) -> None:
     """The reference's DeleteSnapshots, statement for statement (ids are integers we formatted ourselves)."""
     q = lambda sql, p=None: db.query(conn, sql, p)  # noqa: E731
     run = lambda sql, p=None: db.execute(conn, sql, p)  # noqa: E731
     for t in ("ducklake_snapshot", "ducklake_snapshot_changes"):
-        run(f"DELETE FROM {{p}}{t} WHERE snapshot_id IN ({_ids(ids)})")
+        run(f"DELETE FROM {{p}}{t} WHERE snapshot_id IN ({id_list(ids)})")
     dropped = [r[0] for r in q(
         f"SELECT DISTINCT table_id FROM {{p}}ducklake_table t WHERE {_UNSEEN} AND NOT EXISTS (SELECT 1 FROM "
         "{p}ducklake_table t2 WHERE t2.table_id = t.table_id AND (t2.end_snapshot IS NULL OR EXISTS (SELECT "
         "snapshot_id FROM {p}ducklake_snapshot WHERE snapshot_id >= t2.begin_snapshot "
         "AND snapshot_id < t2.end_snapshot)))"
     )]
-    table_filter = f"table_id IN ({_ids(dropped)}) OR " if dropped else ""
+    table_filter = f"table_id IN ({id_list(dropped)}) OR " if dropped else ""
     now = dt.datetime.now(dt.timezone.utc)
     files = q(f"SELECT data_file_id, table_id, path, path_is_relative FROM {{p}}ducklake_data_file "
               f"WHERE {table_filter}({_UNSEEN})")
     if files:
-        fids = _ids(f[0] for f in files)
+        fids = id_list(f[0] for f in files)
         for t in ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_file_variant_stats",
                   "ducklake_file_partition_value"):
             run(f"DELETE FROM {{p}}{t} WHERE data_file_id IN ({fids})")
         _schedule(db, conn, data_path, files, now)
-    file_filter = f"data_file_id IN ({_ids(f[0] for f in files)}) OR " if files else ""
+    file_filter = f"data_file_id IN ({id_list(f[0] for f in files)}) OR " if files else ""
     deletes = q(f"SELECT delete_file_id, table_id, path, path_is_relative FROM {{p}}ducklake_delete_file "
                 f"WHERE {table_filter}{file_filter}({_UNSEEN})")
     if deletes:
-        run(f"DELETE FROM {{p}}ducklake_delete_file WHERE delete_file_id IN ({_ids(d[0] for d in deletes)})")
+        run(f"DELETE FROM {{p}}ducklake_delete_file WHERE delete_file_id IN ({id_list(d[0] for d in deletes)})")
         _schedule(db, conn, data_path, deletes, now)
     if dropped:
-        tids = _ids(dropped)
+        tids = id_list(dropped)
         inlined = [r[0] for r in q(f"SELECT table_name FROM {{p}}ducklake_inlined_data_tables WHERE table_id IN ({tids})")]
         inlined += [f"ducklake_inlined_delete_{t}" for t in dropped]
         for t in _TABLE_ROWS:
@@ -194,7 +190,7 @@ def cleanup_old_files(
             for _, path in chosen:
                 fileio.delete(path)
             db.execute(conn, f"DELETE FROM {{p}}ducklake_files_scheduled_for_deletion "
-                             f"WHERE data_file_id IN ({_ids(f for f, _ in chosen)})")
+                             f"WHERE data_file_id IN ({id_list(f for f, _ in chosen)})")
     return [p for _, p in chosen]
 
 
