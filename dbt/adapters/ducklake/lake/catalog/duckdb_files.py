@@ -50,6 +50,11 @@ def _stable_ns() -> int:
 
 
 STABLE_NS = _stable_ns()
+# As the reference attaches its DuckDB metadata file: in DuckDB's newest storage format, which a new file is created
+# in and an older file is moved to at its next checkpoint. The default (v1.0 format) would differ from the lakes
+# DuckDB writes, and costs more per operation: at 105 tables, an ATTACH took 10 ms against 4 and a commit's
+# CHECKPOINT 25 ms against 12 (the old format kept three times the metadata blocks).
+ATTACH_OPTIONS = "STORAGE_VERSION 'latest'"
 # whole-millisecond stamps: a coarse file system (FAT, HFS+, some network ones), where a tick can be 2 s
 COARSE_STABLE_NS = 2_000_000_000
 
@@ -91,7 +96,7 @@ def connect(path: str) -> ConnectionWrapper:
         entry = _HOST.attached.get(key)
         if entry is None:
             alias = f"ducklake_catalog_{next(_NAMES)}"
-            cur.execute(f"ATTACH {_literal(key)} AS {alias}")
+            cur.execute(f"ATTACH {_literal(key)} AS {alias} ({ATTACH_OPTIONS})")
             entry = _HOST.attached[key] = _Attachment(alias)
         cur.execute(f"USE {entry.alias}")
         entry.users += 1
