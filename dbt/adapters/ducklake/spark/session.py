@@ -38,6 +38,11 @@ DEFAULT_CONF: dict[str, str] = {
     # the in-memory session catalog: databases and persistent views without Hive (about 3 s faster to start)
     "spark.sql.catalogImplementation": "in-memory",
     "spark.sql.shuffle.partitions": "8",
+    # PySpark 4 sends the Python call site of every DataFrame function call to the driver JVM (for errors of
+    # DataFrame code): about six JVM round trips per call. The layer builds its plans with such calls (a 4-column
+    # write's casts and field ids took 23 ms with it, 11 without). On again in spark_config for a Python model's
+    # DataFrame errors.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
