@@ -12,6 +12,7 @@ import pytest
 
 from dbt.adapters.ducklake.lake import Column, DuckLake
 from dbt.adapters.ducklake.lake.catalog.state import LakeState
+from dbt.adapters.ducklake.lake.lake import CHECK_COMMITTED_STATE_ENV
 from dbt.adapters.ducklake.lake.write.conflicts import unparsed
 from tests.support import reference
 from tests.support.catalog_opens import count_opens
@@ -357,3 +358,61 @@ def test_own_commits_keep_their_state_and_the_next_read_loads_none(tmp_path: Pat
     seen = DuckLake.open(catalog)
     assert seen.snapshot().find_relation("s", "c") is not None
     seen.close()
+
+
+def test_deferred_releases_let_the_caller_go_on_and_hide_no_commit(
+        lake: tuple[str, DuckLake], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the release of the file after a commit running in the background (as in a dbt build): while it runs the
+    file is held (another process cannot open it) and the lake's own state needs no catalog open; a connection from
+    another thread waits for it; once it is done the token is the settled one, so another process's commit right
+    after is seen."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from dbt.adapters.ducklake.lake.catalog import duckdb_files
+
+    catalog, lk = lake
+    path = catalog.removeprefix("duckdb:///")
+    lk.db.defer_releases = True
+    monkeypatch.delenv(CHECK_COMMITTED_STATE_ENV, raising=False)  # its load after each commit would wait too
+    go_on = threading.Event()
+    settled = duckdb_files._settled_token
+
+    def slow_settle(key: str) -> object:  # the release waits for the test's go-ahead
+        go_on.wait(30)
+        return settled(key)
+
+    monkeypatch.setattr(duckdb_files, "_settled_token", slow_settle)
+    st = _loaded(lk)
+    with lk.transaction() as tx:
+        tx.create_table("main", "c", (Column(0, "id", "int64"),))
+    token = lk.db.change_token()
+    assert isinstance(token, duckdb_files.PendingRelease) and not token.done.is_set()
+    opens = count_opens(monkeypatch, lk)
+    moved, changed = lk.advance(st)  # the file is as our commit left it: no open
+    assert opens == [] and moved.snapshot_id == st.snapshot_id + 1 and moved.find_relation("main", "c") is not None
+    code = "import duckdb, sys; duckdb.connect(sys.argv[1])"
+    held = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=60)
+    assert held.returncode != 0 and "lock" in held.stderr.lower()  # still ours
+
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(lk.latest_snapshot().snapshot_id))
+    reader.start()
+    time.sleep(0.2)
+    assert seen == []  # its connection waits for the release
+    go_on.set()
+    reader.join(30)
+    assert seen == [moved.snapshot_id]
+    lk.db.settle()
+    assert token.done.is_set() and token == lk.db.change_token()  # the settled token, equal to a fresh look
+
+    monkeypatch.setattr(duckdb_files, "_settled_token", settled)
+    with lk.transaction() as tx:  # ours, released in the background, then DuckDB's at once
+        tx.drop_table("main", "c")
+    _duck(catalog, "INSERT INTO lake.b SELECT range FROM range(100, 120)", lake=lk)  # closing the lake settles
+    newer, changed = lk.advance(moved)
+    assert newer.snapshot_id == moved.snapshot_id + 2 and newer.find_relation("main", "c") is None
+    assert changed is not None and _ids(newer, "b") <= changed
+    assert newer.live_rows_in_files(newer.table("main", "b")) == 40

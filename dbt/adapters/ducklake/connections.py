@@ -20,6 +20,7 @@ from pyspark.errors import PySparkException
 from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .cursor import DuckLakeCursor
+from .invocation import dbt_command
 from .lake.catalog.state import LakeState
 from .lake.errors import DuckLakeError
 from .publish import Build, build_for
@@ -104,6 +105,8 @@ class DuckLakeHandle:
 
 
 # where a Spark error's message ends and its plan or JVM trace begins
+# the graph commands, which end in cleanup_connections (where the catalog file's releases are waited for)
+DEFERRED_RELEASE_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "retry", "clone"})
 _PLAN_LINE = re.compile(r"^\s*('|\+-|:-|== |JVM stacktrace|at [\w$.]+\(|\|)")
 MAX_ERROR_LINES = 6
 
@@ -185,6 +188,9 @@ class DuckLakeConnectionManager(SQLConnectionManager):
             connection.state = ConnectionState.FAIL  # type: ignore[assignment]
             connection.handle = None
             raise DbtRuntimeError(str(e)) from e
+        if rt.lake is not None:
+            # a build's commits let go of a DuckDB catalog file in the background; cleanup_connections waits
+            rt.lake.db.defer_releases = dbt_command() in DEFERRED_RELEASE_COMMANDS
         connection.handle = DuckLakeHandle(rt, creds, build_for(rt, creds.write_audit_publish))
         connection.state = ConnectionState.OPEN  # type: ignore[assignment]
         return connection

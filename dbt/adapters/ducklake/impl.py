@@ -154,6 +154,8 @@ class DuckLakeAdapter(SparkAdapter):
             if build is not None and not build.finished:
                 build.finish(commit_author(creds), provenance({}))
         finally:
+            if rt is not None and rt.lake is not None:
+                rt.lake.db.settle()  # the catalog file let go before dbt returns (DuckDB users may open it next)
             super().cleanup_connections()
 
     def get_columns_in_relation(self, relation: BaseRelation) -> list[SparkColumn]:  # type: ignore[override]

@@ -47,7 +47,7 @@ class DuckLake:
         self._latest_lock = threading.Lock()
         # (change token, latest snapshot) of the last look at the catalog: while the token is the same, so is the
         # latest snapshot, and a statement needs no catalog open to know it (CatalogDB.change_token)
-        self._seen: tuple[tuple[object, ...], Snapshot] | None = None
+        self._seen: tuple[object, Snapshot] | None = None
         # this lake's own commits by snapshot id: (the snapshot it was made on, the snapshot, the tables it changed or
         # None): a state of an earlier snapshot moves forward over them without asking the catalog what they changed
         self._own: dict[int, tuple[Snapshot, Snapshot, frozenset[int] | None]] = {}
@@ -187,12 +187,12 @@ class DuckLake:
             self._latest = state
         return state
 
-    def _unchanged(self, token: tuple[object, ...], snap: Snapshot) -> bool:
+    def _unchanged(self, token: object, snap: Snapshot) -> bool:
         """Whether the catalog is provably still at `snap`: its change token is the one seen with it."""
         seen = self._seen
         return seen is not None and seen[0] == token and seen[1].same_as(snap)
 
-    def note_commit(self, done: CatalogBuilder, snapshot: Snapshot, token: tuple[object, ...] | None = None) -> None:
+    def note_commit(self, done: CatalogBuilder, snapshot: Snapshot, token: object | None = None) -> None:
         """A transaction of this lake committed with this working catalog: its state after the commit becomes the
         latest state known (a later snapshot() or advance() that finds the catalog still at that snapshot loads
         nothing), and with the catalog's change token as the commit left it (CatalogDB.released_token), they find
@@ -239,7 +239,7 @@ class DuckLake:
             raise AssertionError(f"the state kept after commit {state.snapshot_id} differs from the catalog's: "
                                  + "; ".join(wrong))
 
-    def _proven_latest(self, token: tuple[object, ...] | None) -> LakeState | None:
+    def _proven_latest(self, token: object | None) -> LakeState | None:
         """The latest state kept, if the change token proves the catalog is still at its snapshot."""
         seen, cached = self._seen, self._latest
         if token is None or seen is None or cached is None or seen[0] != token:
@@ -260,7 +260,7 @@ class DuckLake:
                 changed |= own[2]
         return frozenset(changed) if parent.same_as(new) else None
 
-    def _saw(self, token: tuple[object, ...] | None, latest: Snapshot) -> None:
+    def _saw(self, token: object | None, latest: Snapshot) -> None:
         self._seen = None if token is None else (token, latest)
 
     def advance(self, state: LakeState | None) -> tuple[LakeState, frozenset[int] | None]:

@@ -65,6 +65,8 @@ class CatalogDB:
         self.metadata_schema = metadata_schema
         self._engine: sa.Engine | None = None
         self._held = threading.local()  # this thread's connection inside reading()
+        # a DuckDB file's release after a write runs in the background (duckdb_files); settle() waits for it
+        self.defer_releases = False
 
     # naming ------------------------------------------------------------------------------------------------
     @property
@@ -78,18 +80,24 @@ class CatalogDB:
         """A catalog table name, qualified with the metadata schema if any."""
         return self.prefix + name
 
-    def change_token(self) -> tuple[object, ...] | None:
-        """Without opening the catalog: a value that every commit to a DuckDB catalog file changes (its WAL's size
-        and its header, see duckdb_files), or None when there is none (other backends). Take it before reading the
-        catalog: a commit after it then changes it."""
+    def change_token(self) -> object | None:
+        """Without opening the catalog: a value that every commit to a DuckDB catalog file changes (the stat of the
+        file and its WAL, or its pending release: see duckdb_files), or None when there is none (other backends).
+        Take it before reading the catalog: a commit after it then changes it."""
         path = self.location.file_path if self.location.backend == "duckdb" else None
         return duckdb_files.file_token(path) if path else None
 
-    def released_token(self) -> tuple[object, ...] | None:
+    def released_token(self) -> object | None:
         """Right after a write() block of this thread: the change token of the catalog as the block's commit left it
         (read before the file was let go, so no other writer's commit can be in it); None for other backends."""
         path = self.location.file_path if self.location.backend == "duckdb" else None
         return duckdb_files.released_token(path) if path else None
+
+    def settle(self) -> None:
+        """Wait until a DuckDB catalog file is let go by the releases of this process running in the background
+        (`defer_releases`): then other processes and DuckDB sessions can open it."""
+        if self.location.backend == "duckdb" and self.location.file_path:
+            duckdb_files.wait_released(self.location.file_path)
 
     # connections -------------------------------------------------------------------------------------------
     @property
@@ -117,7 +125,7 @@ class CatalogDB:
             if loc.file_path and not loc.url.query:
                 path = loc.file_path
                 return sa.create_engine("duckdb:///:memory:", poolclass=NullPool,
-                                        creator=lambda: duckdb_files.connect(path))
+                                        creator=lambda: duckdb_files.connect(path, self.defer_releases))
             return sa.create_engine(loc.url, poolclass=NullPool)
         if loc.backend == "sqlite":
             engine = sa.create_engine(
@@ -246,6 +254,7 @@ class CatalogDB:
             conn.rollback()
 
     def dispose(self) -> None:
+        self.settle()
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None

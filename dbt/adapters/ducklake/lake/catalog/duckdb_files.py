@@ -19,12 +19,20 @@ coarser. The last connection of a thread that wrote the file checkpoints it, wai
 still holds the file's lock (so no other process's write can carry the same stamps) and keeps the token of the file
 as it leaves it (`released_token`): the state its own commit made. The file is never opened to read it: closing any
 descriptor of a file drops every POSIX lock this process holds on it, DuckDB's included.
+
+Deferred releases (`connect(path, defer=True)`, for a dbt build): that checkpoint, wait and DETACH after a write run
+in a thread of their own, so the caller goes on with its next work instead of waiting 20-30 ms per commit. The file
+is locked by this process until the DETACH, exactly as long as before; until then nobody else can have changed it, so
+its token is the pending release itself (`PendingRelease`), equal to the settled token once the release is done. A
+connection to the file from any thread of the process waits for its pending release first; `wait_released` waits
+for them all (the end of a build, before the file is handed to anyone else).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import sys
 import threading
@@ -35,6 +43,7 @@ import duckdb
 from duckdb_engine import ConnectionWrapper
 
 _NAMES = itertools.count()
+logger = logging.getLogger(__name__)
 
 
 def _stable_ns() -> int:
@@ -63,6 +72,36 @@ COARSE_STABLE_NS = 2_000_000_000
 class _Attachment:
     alias: str
     users: int = 0
+    defer: bool = False  # its release after a write runs in the background
+
+
+class PendingRelease:
+    """A file's release (checkpoint, wait, DETACH) running in the background, standing as the file's change token:
+    while it runs this process holds the file, so the file is as this process's last commit left it. Equal only to
+    itself until it is done, then to the token it settled (to nothing if it settled none)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.done = threading.Event()
+        self.detaching = False  # from here on the file may be let go at any moment: wait for `done`
+        self.token: tuple[object, ...] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PendingRelease):
+            return other is self
+        return self.done.is_set() and self.token is not None and self.token == other
+
+    __hash__ = object.__hash__
+
+
+_PENDING: dict[str, PendingRelease] = {}  # by absolute path: releases running in the background
+_PENDING_LOCK = threading.Lock()
+
+
+def _pending(key: str) -> PendingRelease | None:
+    with _PENDING_LOCK:
+        pending = _PENDING.get(key)
+    return pending if pending is not None and pending.pid == os.getpid() else None  # a forked child has none
 
 
 class _Host(threading.local):
@@ -72,7 +111,8 @@ class _Host(threading.local):
         self.pid = -1
         self.db: duckdb.DuckDBPyConnection | None = None
         self.attached: dict[str, _Attachment] = {}  # by absolute path
-        self.released: dict[str, tuple[object, ...] | None] = {}  # by absolute path: the token at the last detach
+        # by absolute path: the token at the last detach (its pending release while that runs)
+        self.released: dict[str, tuple[object, ...] | PendingRelease | None] = {}
 
     def instance(self) -> duckdb.DuckDBPyConnection:
         if self.db is None or self.pid != os.getpid():  # a forked child makes its own
@@ -83,13 +123,17 @@ class _Host(threading.local):
 _HOST = _Host()
 
 
-def connect(path: str) -> ConnectionWrapper:
-    """A DB-API connection (duckdb_engine's wrapper) whose default database is the catalog file at path.
+def connect(path: str, defer: bool = False) -> ConnectionWrapper:
+    """A DB-API connection (duckdb_engine's wrapper) whose default database is the catalog file at path; with
+    defer, the release after a write runs in the background (see the module's note).
 
     Raises:
         duckdb.Error: the file cannot be opened (duckdb.IOException when another process holds its lock).
     """
     key = os.path.abspath(path)
+    pending = _pending(key)
+    if pending is not None:
+        pending.done.wait()
     cur = _HOST.instance().cursor()
     _HOST.released.pop(key, None)  # a new use: the token kept from the last one no longer says where the file is
     try:
@@ -97,7 +141,7 @@ def connect(path: str) -> ConnectionWrapper:
         if entry is None:
             alias = f"ducklake_catalog_{next(_NAMES)}"
             cur.execute(f"ATTACH {_literal(key)} AS {alias} ({ATTACH_OPTIONS})")
-            entry = _HOST.attached[key] = _Attachment(alias)
+            entry = _HOST.attached[key] = _Attachment(alias, defer=defer)
         cur.execute(f"USE {entry.alias}")
         entry.users += 1
     except BaseException:
@@ -131,32 +175,87 @@ def _release(key: str) -> None:
     if entry.users > 0:
         return
     cur = _HOST.db.cursor()
+    if entry.defer and _wal_size(key):
+        pending = PendingRelease()
+        _HOST.released[key] = pending
+        with _PENDING_LOCK:
+            _PENDING[key] = pending
+        # not a daemon: the interpreter waits for it at exit, so the file is left checkpointed
+        threading.Thread(target=_finish_release, args=(cur, key, entry, _HOST.attached, pending),
+                         name="ducklake-catalog-release").start()
+        return
     try:
-        token = None
-        if _wal_size(key):
-            # what this thread committed, into the file now, and its stamps made old enough to tell from any later
-            # write: the token then stays true after the DETACH (which would checkpoint otherwise). A failed
-            # CHECKPOINT leaves it to the DETACH, and the token then differs.
-            with contextlib.suppress(duckdb.Error):
-                cur.execute(f"CHECKPOINT {entry.alias}")
-            token = _settled_token(key)
-        cur.execute(f"DETACH {entry.alias}")
-        _HOST.released[key] = token
+        token = _detach(cur, key, entry)
     finally:
         cur.close()
+    _HOST.released[key] = token
     # only once detached: after a failed DETACH the next connection of the thread takes the attachment up again
     del _HOST.attached[key]
 
 
-def released_token(path: str) -> tuple[object, ...] | None:
+def _detach(cur: duckdb.DuckDBPyConnection, key: str, entry: _Attachment,
+            pending: PendingRelease | None = None) -> tuple[object, ...] | None:
+    """CHECKPOINT (after a write), wait for a token to trust, DETACH; the token (None if none can be trusted)."""
+    token = None
+    if _wal_size(key):
+        # what this thread committed, into the file now, and its stamps made old enough to tell from any later
+        # write: the token then stays true after the DETACH (which would checkpoint otherwise). A failed
+        # CHECKPOINT leaves it to the DETACH, and the token then differs.
+        with contextlib.suppress(duckdb.Error):
+            cur.execute(f"CHECKPOINT {entry.alias}")
+        token = _settled_token(key)
+    if pending is not None:
+        pending.detaching = True
+    cur.execute(f"DETACH {entry.alias}")
+    return token
+
+
+def _finish_release(cur: duckdb.DuckDBPyConnection, key: str, entry: _Attachment,
+                    attached: dict[str, _Attachment], pending: PendingRelease) -> None:
+    """A deferred release, in its own thread (the owner thread's connections to the file wait for it)."""
+    try:
+        pending.token = _detach(cur, key, entry, pending)
+        del attached[key]
+    except Exception:  # noqa: BLE001 - left attached: the owner thread's next connection takes it up again
+        logger.debug("releasing the catalog file %s failed", key, exc_info=True)
+    finally:
+        cur.close()
+        with _PENDING_LOCK:
+            if _PENDING.get(key) is pending:
+                del _PENDING[key]
+        pending.done.set()
+
+
+def wait_released(path: str | None = None) -> None:
+    """Wait for the pending releases of the file at path (of every file without a path) to be done."""
+    with _PENDING_LOCK:
+        pending = [p for k, p in _PENDING.items() if path is None or k == os.path.abspath(path)]
+    for p in pending:
+        if p.pid == os.getpid():
+            p.done.wait()
+
+
+def released_token(path: str) -> tuple[object, ...] | PendingRelease | None:
     """The token of the file as this thread's last connection to it left it (None if it is in use or none was
-    kept): taken before the DETACH, while the process still held the file's lock."""
+    kept): taken before the DETACH, while the process still held the file's lock; its pending release while that
+    runs."""
     return _HOST.released.get(os.path.abspath(path))
 
 
-def file_token(path: str) -> tuple[object, ...] | None:
+def file_token(path: str) -> tuple[object, ...] | PendingRelease | None:
     """A value that every later commit to the DuckDB database file changes (see the module's note); None when there
-    is none to trust yet (the file was written too recently) or the file cannot be looked at."""
+    is none to trust yet (the file was written too recently) or the file cannot be looked at. While a release of
+    the file runs in the background, that release (the file is as this process left it)."""
+    pending = _pending(os.path.abspath(path))
+    if pending is not None:
+        if not pending.detaching:
+            return pending
+        pending.done.wait()  # being let go: another process may take it now
+    return _stat_token(path)
+
+
+def _stat_token(path: str) -> tuple[object, ...] | None:
+    """The file's token from its stat, if its stamps are old enough to trust."""
     parts = _stamps(path)
     if parts is None:
         return None
@@ -175,7 +274,7 @@ def _settled_token(path: str) -> tuple[object, ...] | None:
         return None  # stamped ahead of this clock (a file system with a clock of its own): no wait, no token
     if wait > 0:
         time.sleep(wait / 1e9)
-    return file_token(path)
+    return _stat_token(path)
 
 
 def _stamps(path: str) -> tuple[int, int, tuple[object, ...]] | None:

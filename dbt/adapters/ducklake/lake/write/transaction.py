@@ -454,7 +454,7 @@ class Transaction:
             self.lake.note_commit(done, snapshot, token)
         return snapshot
 
-    def _commit(self) -> tuple[Snapshot, CatalogBuilder | None, tuple[object, ...] | None]:
+    def _commit(self) -> tuple[Snapshot, CatalogBuilder | None, object | None]:
         """The snapshot written, the working catalog of the attempt that wrote it (None when the commit was only
         found in the catalog after its acknowledgement was lost), and the catalog's change token as the commit left
         it (None if unknown)."""
