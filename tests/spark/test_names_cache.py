@@ -67,3 +67,28 @@ def test_cached_view_sql_follows_other_writers(spark: SparkSession, lake: tuple[
         names.refresh([("main", "a")])
         assert sorted(r[0] for r in spark.sql(f"SELECT {col} FROM main.a").collect()) == want_a, sql
     assert _read(spark, names, "b") == [*range(10), *range(100, 105)]
+
+
+def test_a_database_spark_has_is_not_created_again(spark: SparkSession, lake: tuple[str, DuckLake],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registering a table runs CREATE DATABASE (a command Spark parses, analyses and runs: 10-20 ms) only for a
+    database Spark does not have yet."""
+    catalog, lk = lake
+    _duck(catalog, lk, "CREATE SCHEMA lake.names_fresh; CREATE TABLE lake.names_fresh.t AS SELECT 7 AS id")
+    created: list[str] = []
+    real = SparkSession.sql
+
+    def counted(self: SparkSession, query: str, *args: object, **kw: object) -> object:
+        if query.lstrip().upper().startswith("CREATE DATABASE"):
+            created.append(query)
+        return real(self, query, *args, **kw)
+
+    monkeypatch.setattr(SparkSession, "sql", counted)
+    names = LakeNames(spark, lk)
+    assert _read(spark, names, "a") == list(range(10))
+    before = len(created)  # main and the manifests' database, if this session had not made them yet
+    assert _read(spark, names, "b") == list(range(10))
+    assert len(created) == before
+    names.refresh([("names_fresh", "t")])
+    assert len(created) == before + 1 and spark.catalog.databaseExists("names_fresh")
+    assert [r[0] for r in spark.sql("SELECT id FROM names_fresh.t").collect()] == [7]

@@ -53,6 +53,7 @@ from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, DeleteFile, TableInfo
 from .projection import default_sql
 from .readable import READABLE, ensure_copies
+from .session import ensure_database
 from .sql_literals import ident
 from .type_readings import Encoding, project, reading_type, unopenable
 from .types import FIELD_ID_KEY, spark_field
@@ -452,7 +453,7 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType, recursive:
             return name
     try:
         if not spark.catalog.tableExists(name):
-            spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
+            ensure_database(spark, DATABASE)
             # recursive: the manifest's subdirectories are links to chunk directories (see materialize)
             options = {"recursiveFileLookup": "true"} if recursive else {}
             # Spark lists the files here (later resolutions hit its file status cache); a manifest's symlinks are

@@ -24,7 +24,7 @@ from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
 from .first_read import MARK as FIRST_READ
 from .scan import create_view, is_time_travel_name, table_sql
-from .session import is_classic, is_started, session_of
+from .session import ensure_database, is_classic, is_started, session_of
 from .sql_literals import ident
 
 # A table's view SQL is reused while the table is unchanged, but recomputed after this long: planning touches the
@@ -197,7 +197,7 @@ class LakeNames:
                                or ci_lookup(st.views, ref) is not None):
                 self._refresh_one(st, *ref)
         if self._registered.get(key) != sql:
-            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(schema)}")
+            ensure_database(self.spark, schema)
             create_view(self.spark, f"{ident(schema)}.{ident(name)}", sql, f"{schema}.{name} (staged)", st.snapshot_id)
             self._registered[key] = sql
         return True
@@ -235,7 +235,7 @@ class LakeNames:
             return
         if self._registered.get(key) == sql:
             return
-        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(schema)}")
+        ensure_database(self.spark, schema)
         create_view(self.spark, f"{ident(schema)}.{ident(name)}", sql, f"{schema}.{name}", st.snapshot_id)
         self._registered[key] = sql
         self._absent.pop(key, None)

@@ -34,6 +34,7 @@ from . import first_read, manifest, remote_readable
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
+from .session import ensure_database
 from .sql_literals import ident, literal, string_literal
 from .type_readings import (
     UNOPENABLE,
@@ -397,7 +398,7 @@ def register_table(spark: SparkSession, state: LakeState, table: TableInfo, *, d
     """Create or replace the view database.view (default schema.table) over the table at the state's snapshot."""
     database = database or table.schema_name
     view = view or table.name
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(database)}")
+    ensure_database(spark, database)
     name = f"{ident(database)}.{ident(view)}"
     create_view(spark, name, table_sql(spark, state, table), f"{table.schema_name}.{table.name}", state.snapshot_id)
     return name

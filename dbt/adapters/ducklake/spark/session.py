@@ -288,6 +288,17 @@ def is_started(spark: SparkSession | LazySession) -> bool:
     return spark.started if isinstance(spark, LazySession) else True
 
 
+def ensure_database(spark: SparkSession | LazySession, name: str) -> None:
+    """CREATE DATABASE IF NOT EXISTS, after a catalog lookup: the statement is parsed, analysed and run as a command
+    (10-20 ms each time, and the lake's views are registered per model), the lookup is one call."""
+    from .sql_literals import ident
+
+    with contextlib.suppress(Exception):  # a name the lookup cannot parse: the statement decides
+        if spark.catalog.databaseExists(name):
+            return
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(name)}")
+
+
 def session_of(spark: SparkSession | LazySession) -> SparkSession:
     """The session itself (made now if lazy): for PySpark calls that need the real object."""
     return spark.session() if isinstance(spark, LazySession) else spark
