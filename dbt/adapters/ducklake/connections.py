@@ -104,9 +104,9 @@ class DuckLakeHandle:
         self.rollback()
 
 
-# where a Spark error's message ends and its plan or JVM trace begins
 # the graph commands, which end in cleanup_connections (where the catalog file's releases are waited for)
 DEFERRED_RELEASE_COMMANDS = frozenset({"run", "build", "seed", "snapshot", "test", "retry", "clone"})
+# where a Spark error's message ends and its plan or JVM trace begins
 _PLAN_LINE = re.compile(r"^\s*('|\+-|:-|== |JVM stacktrace|at [\w$.]+\(|\|)")
 MAX_ERROR_LINES = 6
 

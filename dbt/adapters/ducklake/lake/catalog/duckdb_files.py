@@ -24,8 +24,8 @@ Deferred releases (`connect(path, defer=True)`, for a dbt build): that checkpoin
 in a thread of their own, so the caller goes on with its next work instead of waiting 20-30 ms per commit. The file
 is locked by this process until the DETACH, exactly as long as before; until then nobody else can have changed it, so
 its token is the pending release itself (`PendingRelease`), equal to the settled token once the release is done. A
-connection to the file from any thread of the process waits for its pending release first; `wait_released` waits
-for them all (the end of a build, before the file is handed to anyone else).
+connection to the file from any thread of the process waits for its pending release first, as does
+`wait_released` (the end of a build, before the file is handed to anyone else).
 """
 
 from __future__ import annotations
@@ -131,9 +131,7 @@ def connect(path: str, defer: bool = False) -> ConnectionWrapper:
         duckdb.Error: the file cannot be opened (duckdb.IOException when another process holds its lock).
     """
     key = os.path.abspath(path)
-    pending = _pending(key)
-    if pending is not None:
-        pending.done.wait()
+    wait_released(key)
     cur = _HOST.instance().cursor()
     _HOST.released.pop(key, None)  # a new use: the token kept from the last one no longer says where the file is
     try:
@@ -226,13 +224,11 @@ def _finish_release(cur: duckdb.DuckDBPyConnection, key: str, entry: _Attachment
         pending.done.set()
 
 
-def wait_released(path: str | None = None) -> None:
-    """Wait for the pending releases of the file at path (of every file without a path) to be done."""
-    with _PENDING_LOCK:
-        pending = [p for k, p in _PENDING.items() if path is None or k == os.path.abspath(path)]
-    for p in pending:
-        if p.pid == os.getpid():
-            p.done.wait()
+def wait_released(path: str) -> None:
+    """Wait until a pending release of the file at path (if any) is done."""
+    pending = _pending(os.path.abspath(path))
+    if pending is not None:
+        pending.done.wait()
 
 
 def released_token(path: str) -> tuple[object, ...] | PendingRelease | None:
