@@ -160,3 +160,38 @@ def test_seeds_of_inferred_types_start_no_spark(tmp_path: Path) -> None:
     assert [r[0] for r in rows] == [-9223372036854775808, -2, 1, 9223372036854775807]
     assert rows[2][7] == "héllo" and rows[1][7] == 'with "quote", comma' and rows[3][7] is None
     assert snapshots == 3  # the lake's creation, then one snapshot per seed
+
+
+FREEZE_PROBE = """
+import gc, json, sys
+from dbt.cli.main import dbtRunner
+
+during = []
+def probe(event):
+    if event.info.name in ("NodeStart", "NodeFinished"):
+        during.append(gc.get_freeze_count())
+
+result = dbtRunner(callbacks=[probe]).invoke(sys.argv[1:])
+print(json.dumps({"success": result.success, "during": during, "after": gc.get_freeze_count()}))
+"""
+
+
+@pytest.mark.slow
+def test_a_graph_command_keeps_its_long_lived_objects_out_of_full_collections(tmp_path: Path) -> None:
+    """gc_freeze: dbt's manifest and the modules are frozen while the nodes run, and thawed when the command ends
+    (a process that runs many dbt commands frees each one's garbage); the seed is written as without the freeze."""
+    catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
+    project = _project(tmp_path / "p", catalog, data)
+    (project / "seeds").mkdir()
+    (project / "seeds" / "driver_seed.csv").write_text(SEED_CSV)
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-c", FREEZE_PROBE, "seed", "--project-dir", str(project), "--log-path",
+                           str(project / "logs")], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    probe = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert probe["success"] is True
+    assert len(probe["during"]) == 2 and min(probe["during"]) > 100_000  # the manifest and modules: frozen
+    assert probe["after"] == 0  # thawed at the command's end
+    with reference.attached(catalog, read_only=True) as con:
+        ids = [r[0] for r in con.execute("SELECT id FROM lake.main.driver_seed ORDER BY id").fetchall()]
+    assert ids == [-9223372036854775808, -2, 1, 9223372036854775807]

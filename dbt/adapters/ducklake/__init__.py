@@ -16,10 +16,12 @@ def __getattr__(name: str) -> Any:
         from dbt.include import ducklake
 
         from .credentials import DuckLakeCredentials
+        from .gc_freeze import freeze_imports
         from .impl import DuckLakeAdapter
 
         plugin = AdapterPlugin(adapter=DuckLakeAdapter, credentials=DuckLakeCredentials,  # type: ignore[arg-type]
                                include_path=ducklake.PACKAGE_PATH, dependencies=["spark"])
         globals()["Plugin"] = plugin
+        freeze_imports()  # full collections skip the modules from now on (gc_freeze)
         return plugin
     raise AttributeError(name)

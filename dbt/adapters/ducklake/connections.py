@@ -17,6 +17,7 @@ from dbt_common.events.contextvars import get_node_info
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyspark.errors import PySparkException
 
+from . import gc_freeze
 from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .cursor import DuckLakeCursor
@@ -188,9 +189,12 @@ class DuckLakeConnectionManager(SQLConnectionManager):
             connection.state = ConnectionState.FAIL  # type: ignore[assignment]
             connection.handle = None
             raise DbtRuntimeError(str(e)) from e
+        graph = dbt_command() in DEFERRED_RELEASE_COMMANDS
         if rt.lake is not None:
             # a build's commits let go of a DuckDB catalog file in the background; cleanup_connections waits
-            rt.lake.db.defer_releases = dbt_command() in DEFERRED_RELEASE_COMMANDS
+            rt.lake.db.defer_releases = graph
+        if graph:
+            gc_freeze.freeze()  # the parsed manifest lives to the command's end: out of full collections until then
         connection.handle = DuckLakeHandle(rt, creds, build_for(rt, creds.write_audit_publish))
         connection.state = ConnectionState.OPEN  # type: ignore[assignment]
         return connection

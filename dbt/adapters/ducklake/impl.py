@@ -22,7 +22,7 @@ from dbt_common.events.contextvars import get_node_info
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyspark.errors import AnalysisException
 
-from . import python_models, time_travel
+from . import gc_freeze, python_models, time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle
@@ -154,9 +154,12 @@ class DuckLakeAdapter(SparkAdapter):
             if build is not None and not build.finished:
                 build.finish(commit_author(creds), provenance({}))
         finally:
-            if rt is not None and rt.lake is not None:
-                rt.lake.db.settle()  # the catalog file let go before dbt returns (DuckDB users may open it next)
-            super().cleanup_connections()
+            try:
+                if rt is not None and rt.lake is not None:
+                    rt.lake.db.settle()  # the catalog file let go before dbt returns (DuckDB users may open it next)
+                super().cleanup_connections()
+            finally:
+                gc_freeze.thaw()
 
     def get_columns_in_relation(self, relation: BaseRelation) -> list[SparkColumn]:  # type: ignore[override]
         st = self._state()
