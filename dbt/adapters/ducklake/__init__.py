@@ -11,17 +11,22 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "Plugin":
-        from dbt.adapters.base import AdapterPlugin
+        from .lake.gc_pause import gc_paused
 
-        from dbt.include import ducklake
+        # the imports make ~150k objects that live as long as the process: no collection looks for garbage among
+        # them (0.26 s of collections per dbt command, gc_freeze), and full collections skip them from then on
+        with gc_paused():
+            from dbt.adapters.base import AdapterPlugin
 
-        from .credentials import DuckLakeCredentials
-        from .gc_freeze import freeze_imports
-        from .impl import DuckLakeAdapter
+            from dbt.include import ducklake
 
-        plugin = AdapterPlugin(adapter=DuckLakeAdapter, credentials=DuckLakeCredentials,  # type: ignore[arg-type]
-                               include_path=ducklake.PACKAGE_PATH, dependencies=["spark"])
+            from .credentials import DuckLakeCredentials
+            from .gc_freeze import freeze_imports
+            from .impl import DuckLakeAdapter
+
+            plugin = AdapterPlugin(adapter=DuckLakeAdapter, credentials=DuckLakeCredentials,  # type: ignore[arg-type]
+                                   include_path=ducklake.PACKAGE_PATH, dependencies=["spark"])
+            freeze_imports()
         globals()["Plugin"] = plugin
-        freeze_imports()  # full collections skip the modules from now on (gc_freeze)
         return plugin
     raise AttributeError(name)
