@@ -37,3 +37,20 @@ def test_freeze_once_per_command_and_thaw() -> None:
     assert got["second"] == got["first"]
     assert got["thawed"] == 0 and got["thawed_twice"] == 0
     assert got["next"] >= got["first"] + 1000
+
+
+PLUGIN = """
+import gc, json
+before = gc.isenabled()
+from dbt.adapters.ducklake import Plugin
+print(json.dumps({"before": before, "after": gc.isenabled(), "frozen": gc.get_freeze_count(),
+                  "adapter": Plugin.adapter.type()}))
+"""
+
+
+def test_the_plugin_loads_with_the_collector_back_on_and_its_modules_frozen() -> None:
+    proc = subprocess.run([sys.executable, "-c", PLUGIN], capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(proc.stdout)
+    assert got["adapter"] == "ducklake"
+    assert got["before"] is True and got["after"] is True  # paused for the imports only
+    assert got["frozen"] > 100_000  # dbt's and the adapter's modules

@@ -6,16 +6,18 @@ without dbt.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 
 def __getattr__(name: str) -> Any:
     if name == "Plugin":
-        from .lake.gc_pause import gc_paused
-
         # the imports make ~150k objects that live as long as the process: no collection looks for garbage among
-        # them (0.26 s of collections per dbt command, gc_freeze), and full collections skip them from then on
-        with gc_paused():
+        # them (0.26 s of collections per dbt command), and full collections skip them from then on (gc_freeze).
+        # dbt loads its plugins in its main thread before any other thread of ours runs.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
             from dbt.adapters.base import AdapterPlugin
 
             from dbt.include import ducklake
@@ -27,6 +29,9 @@ def __getattr__(name: str) -> Any:
             plugin = AdapterPlugin(adapter=DuckLakeAdapter, credentials=DuckLakeCredentials,  # type: ignore[arg-type]
                                    include_path=ducklake.PACKAGE_PATH, dependencies=["spark"])
             freeze_imports()
+        finally:
+            if collecting:
+                gc.enable()
         globals()["Plugin"] = plugin
         return plugin
     raise AttributeError(name)
