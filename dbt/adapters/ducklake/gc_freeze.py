@@ -7,7 +7,7 @@ full collection took 100-220 ms, and a phase set off three to four of them after
 object tracked so far to a permanent generation that collections skip; new objects are collected as before.
 
 Two freezes: after the plugin's imports (`freeze_imports`: dbt's and the adapter's modules) and at the first
-connection of a graph command (`freeze`: the manifest is parsed by then). Both are undone when the command ends
+connection of a graph command (`freeze`: the manifest is parsed by then). Both are undone when a graph command ends
 (`thaw`), so a process that runs many dbt commands (dbtRunner) lets go of one command's garbage once it is done:
 objects frozen while garbage are freed then, not lost.
 """
