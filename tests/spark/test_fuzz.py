@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from tests.support.coverage import FULL
-from tests.support.fuzz import run_sequences
+from tests.support.fuzz import OPERATIONS, run_sequences
 
 # two seeded sequences in the default run (about 90 s each here), three with DUCKLAKE_TEST_FULL=1; bench/fuzz.py runs
 # the long ones
@@ -18,3 +18,12 @@ def test_seeded_sequences_agree_with_duckdb(spark: SparkSession) -> None:
     sequences, operations, mismatches = run_sequences(spark, SEEDS, LENGTH)
     assert mismatches == [], "\n\n".join(mismatches)
     assert sequences == len(SEEDS) and operations >= len(SEEDS) * LENGTH // 2
+
+
+def test_concurrent_steps_agree_with_duckdb(spark: SparkSession) -> None:
+    """Mostly concurrent steps (one change per table at once, on threads sharing the session, DuckDB beside them on
+    the mixed lake): the lakes still agree with DuckDB at every snapshot and with each other."""
+    weights = {k: 0 for k in OPERATIONS} | {"create": 1, "insert": 2, "concurrent": 6}
+    sequences, operations, mismatches = run_sequences(spark, [21], 8, backends=("sqlite",), weights=weights)
+    assert mismatches == [], "\n\n".join(mismatches)
+    assert sequences == 1 and operations >= 6

@@ -5,6 +5,9 @@
 * lake "duck": every operation by DuckDB 1.5 with its ducklake extension (inlining on: small inserts are inlined);
 * lake "mixed": each operation by one of the two, drawn at random (each writer reads what the other wrote).
 
+Now and then a step runs one change per table at once: on threads of this process sharing one SparkSession (and, on
+the mixed lake of a SQLite catalog, DuckDB beside them), as dbt's threads and another writer do.
+
 After each operation every snapshot of each lake is read by DuckDB (`AT (VERSION => n)`) and by our reader and
 compared, and the three lakes' latest rows are compared with each other; at the end of a sequence the Spark reader
 reads the latest tables too. A mismatch is reported with the seed, the operations so far and both sides' rows.
@@ -16,6 +19,7 @@ import datetime as dt
 import random
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +36,10 @@ from tests.support import reference
 BASE_COLUMNS = [("id", "int64", "BIGINT"), ("v", "varchar", "VARCHAR"), ("n", "int32", "INTEGER")]
 # drawn with these weights (inserts dominate, as in real lakes; maintenance now and then)
 OPERATIONS = {"create": 1, "insert": 6, "delete": 3, "update": 3, "merge": 3, "add_column": 1, "rename_column": 1,
-              "drop_column": 1, "widen": 1, "compact": 1, "flush": 1, "expire": 1}
+              "drop_column": 1, "widen": 1, "compact": 1, "flush": 1, "expire": 1, "concurrent": 2}
+# a concurrent step: one of these on each table at once, by threads of this process (and DuckDB, on the mixed lake
+# of a SQLite catalog); changes of different tables never conflict, so the lakes still end alike
+CONCURRENT_KINDS = ("insert", "delete", "update", "merge")
 
 
 class Mismatch(AssertionError):
@@ -54,6 +61,8 @@ class Operation:
     args: dict[str, Any]
 
     def describe(self) -> str:
+        if self.kind == "concurrent":
+            return "at once: " + "; ".join(op.describe() for op in self.args["ops"])
         return f"{self.kind} {self.table} {self.args}"
 
 
@@ -78,8 +87,10 @@ def _sql_literal(value: Any) -> str:
 class Fuzzer:
     """One sequence: a seed, its lakes under a temporary directory, its operations."""
 
-    def __init__(self, spark: Any, seed: int, root: Path, backend: str = "duckdb") -> None:
+    def __init__(self, spark: Any, seed: int, root: Path, backend: str = "duckdb",
+                 weights: dict[str, int] | None = None) -> None:
         self.spark = spark
+        self.weights = weights or OPERATIONS
         self.seed = seed
         self.rng = random.Random(seed)
         self.root = root
@@ -107,28 +118,67 @@ class Fuzzer:
             if op is None:
                 continue
             for lake in self.lakes:
+                if op.kind == "concurrent":
+                    self._concurrently(lake, op.args["ops"])
+                    continue
                 by_duckdb = lake.name == "duck" or (lake.name == "mixed" and self.rng.random() < 0.5)
-                try:
-                    (self._duckdb if by_duckdb else self._ours)(lake, op)
-                except Exception as e:
-                    raise Mismatch(self._report(f"{op.describe()} failed on lake {lake.name} "
-                                                f"({'DuckDB' if by_duckdb else 'ours'}): {type(e).__name__}: {e}")
-                                   ) from e
-            self._apply_model(op)
+                self._apply(lake, op, by_duckdb)
+            for one in op.args["ops"] if op.kind == "concurrent" else [op]:
+                self._apply_model(one)
             self.done.append(op)
             self.operations += 1
             self.check()
         self.check_spark()
 
+    def _apply(self, lake: Lake, op: Operation, by_duckdb: bool) -> None:
+        try:
+            (self._duckdb if by_duckdb else self._ours)(lake, op)
+        except Exception as e:
+            raise Mismatch(self._report(f"{op.describe()} failed on lake {lake.name} "
+                                        f"({'DuckDB' if by_duckdb else 'ours'}): {type(e).__name__}: {e}")) from e
+
+    def _concurrently(self, lake: Lake, ops: list[Operation]) -> None:
+        """The operations at once, each on its own thread: ours on the ours lake; on the mixed lake each by DuckDB or
+        ours (DuckDB only with a SQLite catalog, which several processes' connections share); DuckDB's lake in turn."""
+        if lake.name == "duck":
+            for op in ops:
+                self._apply(lake, op, True)
+            return
+        duck = [lake.name == "mixed" and self.backend == "sqlite" and self.rng.random() < 0.5 for _ in ops]
+        errors: list[BaseException] = []
+
+        def one(op: Operation, by_duckdb: bool) -> None:
+            try:
+                self._apply(lake, op, by_duckdb)
+            except BaseException as e:  # noqa: BLE001 - reported by the caller, with the sequence
+                errors.append(e)
+
+        threads = [threading.Thread(target=one, args=(op, d)) for op, d in zip(ops, duck, strict=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
     def _draw(self) -> Operation | None:
-        kinds = list(OPERATIONS)
-        kind = self.rng.choices(kinds, weights=[OPERATIONS[k] for k in kinds])[0] if self.tables else "create"
+        kinds = list(self.weights)
+        kind = self.rng.choices(kinds, weights=[self.weights[k] for k in kinds])[0] if self.tables else "create"
+        if kind == "concurrent":
+            if len(self.tables) < 2:
+                kind = "insert"
+            else:
+                ops = [self._draw_on(self.tables[name], self.rng.choice(CONCURRENT_KINDS))
+                       for name in sorted(self.tables)]
+                return Operation("concurrent", "", {"ops": [o for o in ops if o is not None]})
         if kind == "create":
             if len(self.tables) >= 2:
                 kind = "insert"
             else:
                 return Operation("create", f"t{len(self.tables)}", {})
-        t = self.tables[self.rng.choice(sorted(self.tables))]
+        return self._draw_on(self.tables[self.rng.choice(sorted(self.tables))], kind)
+
+    def _draw_on(self, t: TableModel, kind: str) -> Operation | None:
         cols = [c for c, _ in t.columns]
         if kind == "insert":
             k = self.rng.choice([1, 2, 3, 5, 8, 12, 25])
@@ -338,13 +388,14 @@ class Fuzzer:
 
 
 def run_sequences(spark: Any, seeds: list[int], length: int, backends: tuple[str, ...] = ("duckdb", "sqlite"),
-                  on_mismatch: Callable[[int, Mismatch], None] | None = None) -> tuple[int, int, list[str]]:
+                  on_mismatch: Callable[[int, Mismatch], None] | None = None,
+                  weights: dict[str, int] | None = None) -> tuple[int, int, list[str]]:
     """Run one sequence per seed (backend alternating); returns (sequences, operations, mismatch reports)."""
     operations, mismatches = 0, []
     for i, seed in enumerate(seeds):
         root = Path(tempfile.mkdtemp(prefix=f"fuzz-{seed}-"))
         try:
-            fuzzer = Fuzzer(spark, seed, root, backends[i % len(backends)])
+            fuzzer = Fuzzer(spark, seed, root, backends[i % len(backends)], weights)
             try:
                 fuzzer.run(length)
             except Mismatch as m:

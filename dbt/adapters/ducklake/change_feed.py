@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from .lake.catalog.state import ci_lookup
+from .lake.catalog.state import LakeState, ci_lookup
 from .lake.errors import DuckLakeError
 from .lake.lake import DuckLake
 from .lake.write.conflicts import parse_changes
@@ -112,11 +112,12 @@ def _cursor_start(lake: DuckLake, state: object, info: object, target: Key, tag:
 
 
 def replay_query(spark: SparkSession, lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None,
-                 target_exists: bool) -> str:
+                 target_exists: bool, state: LakeState | None = None) -> str:
     """The Spark SQL of every change of an upstream since a snapshot table's cursor (from the upstream's creation on
     the first run), one row per change (update pre-images left out), with CHANGE_TYPE_COLUMN, SNAPSHOT_COLUMN and
-    COMMIT_TIME_COLUMN: what the `ducklake` snapshot strategy turns into versions."""
-    state = lake.snapshot()
+    COMMIT_TIME_COLUMN: what the `ducklake` snapshot strategy turns into versions. state: the snapshot the model's
+    unit reads (default: the latest), up to which the changes are read and the cursor moves."""
+    state = state or lake.snapshot()
     info = ci_lookup(state.tables, upstream)
     if info is None:
         raise ChangeFeedError(f"ducklake_changes(): {upstream[0]}.{upstream[1]} is not a DuckLake table (a view or a "
@@ -152,15 +153,15 @@ def _utc(ts: dt.datetime) -> str:
 
 
 def changes_query(spark: SparkSession, lake: DuckLake, cursors: Cursors, upstream: Key, target: Key, node: str | None,
-                  incremental: bool,
-                  unique_key: list[str] | None) -> str:
+                  incremental: bool, unique_key: list[str] | None, state: LakeState | None = None) -> str:
     """The Spark SQL of an upstream's rows for a model's run, with CHANGE_TYPE_COLUMN.
 
     Incremental runs get the changes since the model's cursor, netted to the last change per key (unique_key columns
     of the upstream, else its row id); update pre-images are left out. The first run, a full refresh, a cursor on a
     replaced upstream or an expired snapshot get every current row as an insert, and mark the model for a rebuild.
+    state: the snapshot the model's unit reads (default: the latest), up to which the changes are read.
     """
-    state = lake.snapshot()
+    state = state or lake.snapshot()
     info = ci_lookup(state.tables, upstream)
     if info is None:
         raise ChangeFeedError(f"ducklake_changes(): {upstream[0]}.{upstream[1]} is not a DuckLake table (a view or a "

@@ -42,6 +42,8 @@ class DuckLakeHandle:
         self.build = build  # write-audit-publish: every change goes to the invocation's build, published at its end
         self.work: LakeWork | None = None
         self.in_transaction = False
+        self._unit_state: tuple[str, LakeState] | None = None  # (node, what its open transaction reads): read_state
+        self._next_unit: tuple[str | None, LakeState] | None = None  # (node, state): see pin_next_unit
         self._operations: list[str] = []
         self.job_tag = f"dbt-ducklake-{uuid.uuid4().hex[:12]}"  # the Spark jobs of this connection's statements
         self.cancelled = False
@@ -55,9 +57,31 @@ class DuckLakeHandle:
             return
         self.in_transaction = True
 
+    def read_state(self) -> LakeState:
+        """The snapshot a statement reads: in a transaction, the one its first statement read (a dbt model's unit of
+        work reads one snapshot from its start to its commit, and its commit checks conflicts against it), else the
+        latest."""
+        node = (get_node_info() or {}).get("unique_id")
+        if not self.in_transaction or not node:  # hooks and macros outside a node read the latest
+            return self.runtime.names.state()
+        if self._unit_state is None or self._unit_state[0] != node:
+            pinned, self._next_unit = self._next_unit, None
+            state = pinned[1] if pinned is not None and pinned[0] == node else self.runtime.names.state()
+            self._unit_state = (node, state)
+        return self._unit_state[1]
+
+    def pin_next_unit(self) -> LakeState:
+        """The snapshot a node reads before dbt opens its transaction (a Python model's DataFrames are made before
+        the BEGIN of the statements that store them): that transaction, of the same node, then reads it too."""
+        if self.in_transaction and (get_node_info() or {}).get("unique_id"):
+            return self.read_state()
+        state = self.runtime.names.state()
+        self._next_unit = ((get_node_info() or {}).get("unique_id"), state)
+        return state
+
     def commit(self) -> None:
         work, ops = self.work, self._operations
-        self.work, self._operations, self.in_transaction = None, [], False
+        self.work, self._operations, self.in_transaction, self._unit_state = None, [], False, None
         if self.build is not None:
             self.build.node_committed((get_node_info() or {}).get("unique_id"))
             return
@@ -66,7 +90,7 @@ class DuckLakeHandle:
 
     def rollback(self) -> None:
         work = self.work
-        self.work, self._operations, self.in_transaction = None, [], False
+        self.work, self._operations, self.in_transaction, self._unit_state = None, [], False, None
         if work is not None:
             work.rollback()
 
@@ -96,8 +120,9 @@ class DuckLakeHandle:
         uid = node.get("unique_id")
         message = f"{uid}: {'; '.join(operations)}" if uid else "; ".join(operations)
         cursors = self.runtime.cursors.stage(work, uid)  # change-feed cursors commit with the model's rows
-        work.commit(author=self.creds.author or _user(), commit_message=message,
-                    commit_extra_info=json.dumps(provenance(node)))
+        # the snapshot the unit read its inputs at: what the model's rows must equal (recomputed from it)
+        info = {**provenance(node), "read_snapshot": work.tx.base.snapshot_id}
+        work.commit(author=self.creds.author or _user(), commit_message=message, commit_extra_info=json.dumps(info))
         self.runtime.cursors.done(cursors)
         self.runtime.names.invalidate(work.touched)
 

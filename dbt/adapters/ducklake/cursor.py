@@ -8,17 +8,34 @@ in Spark after the lake names it reads are brought up to date.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame
+from sqlglot import exp
 
 from .apply import apply_change
-from .lake.catalog.state import ci_lookup
+from .lake.catalog.state import LakeState, ci_lookup
 from .relation_listing import show_relations
-from .router import Change, Passthrough, ShowRelations, TempView, TransactionControl, route, split_statements
+from .router import (
+    Change,
+    Ctas,
+    Delete,
+    Insert,
+    Merge,
+    Passthrough,
+    ShowRelations,
+    TempView,
+    TransactionControl,
+    Update,
+    route,
+    split_statements,
+    written_target,
+)
+from .spark.bound_reads import parse, read_refs, rebind, unbound
 from .spark.literal_row import LiteralRow
+from .spark.names import table_refs
 from .spark.read_pruning import PrunedQuery, pruned_reads
 from .spark.session import tag_jobs
 from .spark.sql_literals import python_literal
@@ -26,6 +43,11 @@ from .spark.sql_literals import python_literal
 if TYPE_CHECKING:
     from .connections import DuckLakeHandle
     from .runtime import Runtime
+
+
+T = TypeVar("T")
+# the changes whose query or conditions Spark runs (INSERT OVERWRITE is an Insert): their reads are bound
+BOUND_CHANGES = (Ctas, Insert, Delete, Update, Merge)
 
 
 def render_bindings(sql: str, bindings: Sequence[Any] | None) -> str:
@@ -78,7 +100,7 @@ class DuckLakeCursor:
             self.message = "OK"
             return
         if isinstance(routed, Passthrough):
-            with self._pruned(rt, routed.sql, routed.refs, h.creds.schema) as q:
+            with self._pruned(rt, routed.sql, routed.refs) as q:
                 if q.row is not None:  # a row of literals (a data test's counts): computed here, no Spark
                     self._answered(q.row)
                     return
@@ -89,38 +111,71 @@ class DuckLakeCursor:
         if isinstance(routed, TempView):
             # a DataFrame's temp view holds the analyzed plan: describing it or reading it (the incremental
             # materialization does both) does not analyze the model's SQL, and the lake views it reads, again
-            with self._pruned(rt, routed.query, routed.refs, h.creds.schema) as q:
+            with self._pruned(rt, routed.query, routed.refs) as q:
                 df = rt.spark.sql(q.sql)
                 (df.createOrReplaceTempView if routed.replace else df.createTempView)(routed.name)
             self.message = "OK"
             return
-        state = rt.names.refresh(routed.refs, h.creds.schema)
         assert isinstance(routed, Change)
-        self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, routed), routed, state)
+        state = h.read_state()
+        with self._bound_change(rt, sql, routed, state) as change:
+            self.rowcount = h.run_change(lambda work: apply_change(rt.spark, work, change), change, state)
         self.message = routed.kind.upper() + (f" {self.rowcount}" if self.rowcount >= 0 else "")
+
+    def _bound_change(self, rt: Runtime, sql: str, routed: Change, state: LakeState
+                      ) -> contextlib.AbstractContextManager[Change]:
+        """The change with the lake names its query or conditions read bound to the statement's snapshot
+        (spark/bound_reads), for the kinds whose reads Spark runs; the others (a CREATE VIEW stores its text) read
+        the shared names."""
+        if not isinstance(routed, BOUND_CHANGES):
+            rt.names.refresh(routed.refs, self.handle.creds.schema, state)
+            return contextlib.nullcontext(routed)
+        return self._bound(rt, sql, routed.refs, state, written_target,
+                           lambda text: routed if text == sql else route(text))
 
     def _answered(self, row: LiteralRow) -> None:
         self._rows, self._complete = [row.values], True
         self._description = [(name, kind, None, None, None, None, False) for name, kind in row.columns]
         self.message = "OK"
 
-    @staticmethod
     @contextlib.contextmanager
-    def _pruned(rt: Runtime, sql: str, refs: frozenset[tuple[str, str]], default_schema: str | None
-                ) -> Iterator[PrunedQuery]:
-        """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning),
-        valid inside the block (on Spark Connect, which resolves a DataFrame's relations lazily, after it too: no
-        temporary views there), and the lake names it still reads made current."""
+    def _bound(self, rt: Runtime, sql: str, refs: frozenset[tuple[str, str]], state: LakeState,
+               written: Callable[[exp.Expression], exp.Expression | None] | None, use: Callable[[str], T]
+               ) -> Iterator[T]:
+        """use(the statement's text with its lake reads bound to the state), valid inside the block; the names it
+        still reads by their shared names (unqualified, or not bindable) are made current at the state."""
+        default_schema = self.handle.creds.schema
+        tree = parse(sql)
+        bindable = read_refs(tree, written(tree) if written else None) if tree is not None else set()
+        with rt.names.bound(bindable, state) as relations:
+            rt.names.refresh(unbound(refs, relations), default_schema, state)
+            yield use(rebind(sql, relations, tree, written))
+
+    @contextlib.contextmanager
+    def _pruned(self, rt: Runtime, sql: str, refs: frozenset[tuple[str, str]]) -> Iterator[PrunedQuery]:
+        """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning)
+        and its other lake reads bound to the statement's snapshot (spark/bound_reads), valid inside the block (on
+        Spark Connect, which resolves a DataFrame's relations lazily, after it too: no temporary views there)."""
+        h = self.handle
+        default_schema = h.creds.schema
         # statements reading a build's staged state read it whole: the catalog's stats do not know staged files
         if not refs or rt.names.reads_staged(refs, default_schema):
             rt.names.refresh(refs, default_schema)
             yield PrunedQuery(sql)
             return
-        state = rt.names.state()
-        with pruned_reads(rt.spark, state, sql, lambda names: rt.names.refresh(names, default_schema, state)) as q:
-            # a table read only through pruned views needs no (re-registered, re-analyzed) Spark view of its own
-            rt.names.refresh(refs - q.replaced, default_schema, state)
-            yield q
+        state = h.read_state()
+        tree = parse(sql)
+        with rt.names.bound(read_refs(tree) if tree is not None else set(), state) as relations:
+
+            def bind(text: str) -> str:  # a subquery the pruning runs reads the same snapshot
+                rt.names.refresh(unbound(table_refs(text), relations), default_schema, state)
+                return rebind(text, relations)
+
+            with pruned_reads(rt.spark, state, sql, bind) as q:
+                # a table read only through pruned views needs no Spark name of its own
+                rt.names.refresh(unbound(refs - q.replaced, relations), default_schema, state)
+                q.sql = rebind(q.sql, relations, tree if q.sql == sql else None)
+                yield q
 
     @property
     def description(self) -> list[tuple] | None:

@@ -341,12 +341,13 @@ class DuckLakeAdapter(SparkAdapter):
         if not upstream.schema or not upstream.identifier:
             raise DbtRuntimeError(f"ducklake_changes() needs a DuckLake table (a ref or source), got {upstream}")
         keys = [unique_key] if isinstance(unique_key, str) else list(unique_key or [])
-        rt = self._handle().runtime
+        h = self._handle()
+        rt = h.runtime
         node = (get_node_info() or {}).get("unique_id")
         try:
             return changes_query(rt.spark, rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
                                  ((target.schema or "").lower(), (target.identifier or "").lower()), node,
-                                 bool(incremental), [k for k in keys if k])
+                                 bool(incremental), [k for k in keys if k], h.pin_next_unit())
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
 
@@ -356,12 +357,13 @@ class DuckLakeAdapter(SparkAdapter):
         snapshot's cursor, with its DuckLake snapshot and commit time."""
         if not upstream.schema or not upstream.identifier:
             raise DbtRuntimeError(f"ducklake_changes() needs a DuckLake table (a ref or source), got {upstream}")
-        rt = self._handle().runtime
+        h = self._handle()
+        rt = h.runtime
         node = (get_node_info() or {}).get("unique_id")
         try:
             return replay_query(rt.spark, rt.lake, rt.cursors, (upstream.schema.lower(), upstream.identifier.lower()),
                                 ((target.schema or "").lower(), (target.identifier or "").lower()), node,
-                                bool(target_exists))
+                                bool(target_exists), h.pin_next_unit())
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
 
@@ -394,14 +396,22 @@ class DuckLakeAdapter(SparkAdapter):
             raise DbtRuntimeError(str(e)) from e
         filename = os.path.join(self.config.project_root, model.get("original_file_path") or f"{name}.py")
 
+        state = h.pin_next_unit()  # every dbt.ref() and dbt.source() of the model reads this snapshot
+
         def load(rel: python_models.Relation) -> Any:
-            rt.names.refresh([(rel.schema.lower(), rel.identifier.lower())], h.creds.schema)
+            key = (rel.schema.lower(), rel.identifier.lower())
             name = f"{self.quote(rel.schema)}.{self.quote(rel.identifier)}"
-            if rt.names.reads_staged([(rel.schema, rel.identifier)]):
+            if rt.names.reads_staged([key]):
+                rt.names.refresh([key], h.creds.schema)
                 return rt.spark.table(name)  # a build's staged table: the catalog's stats do not know its files
+            with rt.names.bound([key], state) as relations:  # the DataFrame is analysed here (classic)
+                if key in relations:
+                    df = rt.spark.sql(f"SELECT * FROM {relations[key]}")
+                else:
+                    rt.names.refresh([key], h.creds.schema, state)
+                    df = rt.spark.table(name)
             # filters on it skip files by catalog statistics, as a SQL model's WHERE does
-            return prunable(rt.spark.table(name), name, rt.names.state,
-                            lambda refs: rt.names.refresh(refs, h.creds.schema))
+            return prunable(df, name, lambda: state, lambda sql: rt.names.readable(sql, h.creds.schema, state))
 
         def relation(rel: python_models.Relation) -> BaseRelation:
             return self.Relation.create(schema=rel.schema, identifier=rel.identifier, type=RelationType.Table)

@@ -330,7 +330,7 @@ def route(sql: str) -> Statement:
     temp = _temp_view(sql, tree, refs)
     if temp is not None:
         return temp
-    change = _change(sql, tree, _refs(tree, skip=_written(tree)))
+    change = _change(sql, tree, _refs(tree, skip=written_target(tree)))
     return change if change is not None else Passthrough(sql, refs)
 
 
@@ -363,7 +363,7 @@ def _refs(tree: exp.Expression, skip: exp.Expression | None = None) -> frozenset
                      if t.name and t is not skip)
 
 
-def _written(tree: exp.Expression) -> exp.Expression | None:
+def written_target(tree: exp.Expression) -> exp.Expression | None:
     """The table node a statement writes (INSERT, DELETE, UPDATE, MERGE, CREATE): not a read. The Spark layer reads
     a DML target through its own scan, so its Spark view need not be brought up to date (a CREATE VIEW analysis);
     a read of it elsewhere in the statement is another node and still counts."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -644,18 +644,36 @@ def _keys_only(on: str, matched: list[When], new: list[str], by_source: list[Whe
 
 
 @contextlib.contextmanager
-def source_view(source: object) -> Iterator[str]:
-    """A MERGE source as a temporary view, materialized once (its rows cannot differ between the passes)."""
+def computed_once(df: DataFrame) -> Iterator[DataFrame]:
+    """df with its rows computed at its first use and kept until the block ends (a local checkpoint).
+
+    Why not `persist`: Spark's cache is keyed by the plan, so another statement's unpersist of an equal plan (two
+    models with the same SQL) or a replaced view that the plan read drops it, and the next pass recomputes the rows.
+    A recomputed MERGE source gets other row numbers (monotonically_increasing_id after a shuffle depends on the
+    order the rows arrive in), so matched rows would be taken for unmatched ones. A checkpoint's blocks belong to
+    this DataFrame alone; a lost executor makes the statement fail, never recompute."""
     from pyspark import StorageLevel
 
-    name = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
-    df = source.persist(StorageLevel.MEMORY_AND_DISK)  # type: ignore[attr-defined]
-    df.createOrReplaceTempView(name)
+    kept = df.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
     try:
-        yield name
+        yield kept
     finally:
-        df.unpersist()
-        df.sparkSession.catalog.dropTempView(name)
+        jdf = getattr(kept, "_jdf", None)  # classic: free the blocks now (Connect frees them with the DataFrame)
+        if jdf is not None:
+            with contextlib.suppress(Exception):
+                jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+@contextlib.contextmanager
+def source_view(source: object) -> Iterator[str]:
+    """A MERGE source as a temporary view, computed once (its rows cannot differ between the passes)."""
+    name = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
+    with computed_once(source) as df:  # type: ignore[arg-type]
+        df.createOrReplaceTempView(name)
+        try:
+            yield name
+        finally:
+            df.sparkSession.catalog.dropTempView(name)
 
 
 def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
@@ -678,8 +696,9 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     tag = uuid.uuid4().hex[:12]
     src_view, hit_view = f"__ducklake_merge_source_{tag}", f"__ducklake_merge_hits_{tag}"
     unmatched_view = f"__ducklake_merge_unmatched_{tag}"
-    src = source.withColumn("__src_row", F.monotonically_increasing_id())  # type: ignore[attr-defined]
-    src = src.persist(StorageLevel.MEMORY_AND_DISK)
+    kept = contextlib.ExitStack()
+    # the source rows and their numbers, the same in every pass
+    src = kept.enter_context(computed_once(source.withColumn("__src_row", F.monotonically_increasing_id())))  # type: ignore[attr-defined]
     src.createOrReplaceTempView(src_view)
     table_dir = tx.table_path(info)
     done = Staged()
@@ -794,6 +813,6 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         for df in (unmatched_df, hits_df):
             if df is not None:
                 df.unpersist()
-        src.unpersist()
+        kept.close()
         for view in (src_view, hit_view, unmatched_view):
             spark.catalog.dropTempView(view)

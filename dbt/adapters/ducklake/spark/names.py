@@ -8,10 +8,13 @@ Spark view, so a dropped table fails to resolve instead of showing stale rows.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
 from typing import Protocol
 
 import sqlglot
@@ -22,6 +25,7 @@ from sqlglot.errors import ParseError
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
+from .bound_reads import Key, rebind, view_refs
 from .first_read import MARK as FIRST_READ
 from .scan import create_view, is_time_travel_name, table_sql
 from .session import ensure_database, is_classic, is_started, session_of
@@ -32,6 +36,8 @@ from .sql_literals import ident
 SQL_REUSE_SECONDS = 600.0
 GLOBAL_TEMP = "global_temp"  # Spark's database of global temp views: never a lake schema
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
+PRIVATE = "__ducklake_read_"  # the temporary views of bound reads (bound_reads): then a hash of their SQL
+_VIEW_DEPTH = 32  # views of views bound for one statement (dbt's staging and intermediate layers)
 
 
 def table_refs(sql: str) -> set[tuple[str, str]]:
@@ -83,6 +89,12 @@ class LakeNames:
         self._absent: dict[tuple[str, str], int] = {}  # Connect: not a lake object, server's view dropped at snapshot
         # while set, the objects it changed resolve to its staged state (staged_reads), not the latest snapshot
         self.staged: StagedReader | None = None
+        # bound reads (see `bound`): private view -> the object it reads; each object's newest private view; how
+        # many running statements read each private view (a view no statement reads and none newer stands for is
+        # dropped)
+        self._private: dict[str, Key] = {}
+        self._newest: dict[Key, tuple[int, str]] = {}  # (snapshot bound at, private view)
+        self._uses: Counter[str] = Counter()
 
     def reads_staged(self, refs: Iterable[tuple[str, str]], default_schema: str | None = None) -> bool:
         """Whether any of the names is an object the staged unit changed."""
@@ -137,6 +149,81 @@ class LakeNames:
                         self.spark.catalog.setCurrentDatabase(default_schema)
             return st
 
+    @contextlib.contextmanager
+    def bound(self, refs: Iterable[Key], state: LakeState) -> Iterator[dict[Key, str]]:
+        """Private relations reading the named lake tables and views at the state (bound_reads), valid inside the
+        block: (schema, name) lower -> the relation to put in their place. Names that are no lake object at the
+        state, objects of a staged build, and views whose SQL cannot be bound are left out (the shared names serve
+        them: `refresh`)."""
+        refs = [(s.lower(), n.lower()) for s, n in refs if s]
+        if any(self._known(state, s, n) for s, n in refs):
+            session_of(self.spark)  # a lazy session starts here, not under the lock that other threads need
+        used: list[str] = []
+        with self._lock:
+            relations = {}
+            for key in refs:
+                rel = self._bind(state, key, used, 0)
+                if rel is not None:
+                    relations[key] = rel
+            self._uses.update(used)
+        try:
+            yield relations
+        finally:
+            with self._lock:
+                self._uses.subtract(used)
+                self._drop_unused()
+
+    def _bind(self, st: LakeState, key: Key, used: list[str], depth: int) -> str | None:
+        if self.staged is not None and key in self.staged.touched:
+            return None
+        table = ci_lookup(st.tables, key)
+        view = ci_lookup(st.views, key) if table is None else None
+        if table is not None:
+            sql = self._sql_of(st, table)
+            what = f"{table.schema_name}.{table.name}"
+        elif view is not None and depth < _VIEW_DEPTH:
+            text = view.tags.get(SPARK_SQL_TAG) or view.sql
+            refs = view_refs(text)
+            if refs is None:
+                return None
+            inner = {}
+            for ref in refs - {key}:
+                if ci_lookup(st.tables, ref) is None and ci_lookup(st.views, ref) is None:
+                    continue  # not a lake object: Spark resolves it as it would in the view
+                rel = self._bind(st, ref, used, depth + 1)
+                if rel is None:
+                    return None
+                inner[ref] = rel
+            sql = rebind(text, inner)
+            if view.column_aliases:
+                sql = aliased_sql(self.spark, sql, view.column_aliases)
+            what = f"{view.schema_name}.{view.name}"
+        else:
+            return None
+        if not is_classic(self.spark):
+            return f"({sql})"  # Connect: the text itself (see bound_reads)
+        name = PRIVATE + hashlib.sha256(sql.encode()).hexdigest()[:32]
+        if name not in self._private:
+            create_view(self.spark, name, sql, what, st.snapshot_id, temporary=True)
+            self._private[name] = key
+        if self._newest.get(key, (-1, ""))[0] <= st.snapshot_id:  # a unit reading an older snapshot retires nothing
+            self._newest[key] = (st.snapshot_id, name)
+        used.append(name)
+        return name
+
+    def _drop_unused(self) -> None:
+        """Drop the private views that no running statement reads and that stand for no object's newest version."""
+        newest = {name for _, name in self._newest.values()}
+        for name in [n for n in self._private if n not in newest and self._uses[n] <= 0]:
+            del self._private[name]
+            self._uses.pop(name, None)
+            self.spark.catalog.dropTempView(name)
+
+    def readable(self, sql: str, default_schema: str | None = None, state: LakeState | None = None) -> str:
+        """The text, after the shared names of the lake objects it reads are made current (`refresh`)."""
+        self.refresh(table_refs(sql), default_schema, state)
+        return sql
+
     def _known(self, st: LakeState, schema: str, name: str) -> bool:
         """Whether refreshing (schema, name) may touch Spark: a lake object, or one registered before."""
         return bool(schema) and (ci_lookup(st.tables, (schema, name)) is not None
@@ -173,6 +260,7 @@ class LakeNames:
         """Drop the Spark view of an object (after the lake dropped or renamed it)."""
         with self._lock:
             key = (schema.lower(), name.lower())
+            self._newest.pop(key, None)  # its private views go once no statement reads them
             if not is_started(self.spark):  # a Spark that never started holds no view
                 self._registered.pop(key, None)
                 return

@@ -32,7 +32,7 @@ import datetime as dt
 import itertools
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -51,7 +51,7 @@ from ..lake.read.scan import ScanPlan, plan_scan, row_count
 from ..lake.records import Column, TableInfo
 from ..lake.types import INT_RANGES, parse_type, sort_key
 from .literal_row import LiteralRow, literal_row
-from .names import SPARK_SQL_TAG, table_refs
+from .names import SPARK_SQL_TAG
 from .predicates import column_ref, to_predicate, unparen
 from .scan import plan_sql
 from .session import is_classic
@@ -81,11 +81,12 @@ class PrunedQuery:
     pending: list[tuple[str, Callable[[], str]]] = field(default_factory=list)  # views to make: (name, their SQL)
 
 
-Refresh = Callable[[Iterable[tuple[str, str]]], object]
+# makes the lake names a text reads readable at the statement's snapshot; returns the text to run (bound_reads)
+Refresh = Callable[[str], str]
 
 
-def _no_refresh(refs: Iterable[tuple[str, str]]) -> None:
-    return None
+def _no_refresh(sql: str) -> str:
+    return sql
 
 
 @contextlib.contextmanager
@@ -95,8 +96,8 @@ def pruned_reads(spark: SparkSession, state: LakeState, sql: str, refresh: Refre
 
     On a classic SparkSession, whose DataFrames hold their analyzed plan, analyze the query inside the block; on
     Spark Connect the text needs no view (derived tables) and stays valid after it.
-    refresh: makes lake names current in Spark before a subquery is run (the statement's other names are the
-    caller's: `PrunedQuery.replaced` need not be).
+    refresh: makes the lake names of a subquery readable before it is run, and gives the text to run (the
+    statement's other names are the caller's: `PrunedQuery.replaced` need not be).
     """
     q = prune_query(spark, state, sql, refresh)
     try:
@@ -489,10 +490,9 @@ def _scalar(spark: SparkSession, state: LakeState, sql: str, span: tuple[int, in
     if exact is not None:
         return exact
     inner = sql[span[0] + 1:span[1] - 1]
-    refresh(table_refs(inner))  # the lake names it reads, current
     with pruned_reads(spark, state, inner, refresh) as q:
         try:
-            df = spark.sql(q.sql)  # fails to analyze when it refers to the outer query
+            df = spark.sql(refresh(q.sql))  # fails to analyze when it refers to the outer query
         except Exception:  # noqa: BLE001 - AnalysisException and parse errors alike: leave the subquery to Spark
             return None
         if len(df.schema.fields) != 1 or df.schema.fields[0].dataType != want:

@@ -408,13 +408,18 @@ _log = logging.getLogger(__name__)
 _ERROR_CHARS = 300  # of Spark's message shown; its parse errors quote the whole (possibly huge) view SQL
 
 
-def create_view(spark: SparkSession, name: str, sql: str, table: str, snapshot_id: int) -> None:
-    """CREATE OR REPLACE VIEW name AS sql; a failure names the lake table and snapshot, not the generated SQL.
+def create_view(spark: SparkSession, name: str, sql: str, table: str, snapshot_id: int, *,
+                temporary: bool = False) -> None:
+    """CREATE OR REPLACE VIEW name AS sql (temporary: a temporary view holding the analysed plan of sql); a failure
+    names the lake table and snapshot, not the generated SQL.
 
     The full SQL and Spark's full message go to the debug log only.
     """
     try:
-        spark.sql(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+        if temporary:
+            spark.sql(sql).createOrReplaceTempView(name)
+        else:
+            spark.sql(f"CREATE OR REPLACE VIEW {name} AS {sql}")
     except Exception as e:  # noqa: BLE001 - Spark parse errors (and JVM StackOverflowError) come in many classes
         text = str(e).strip()
         _log.debug("Spark could not register %s at snapshot %s:\n%s\n%s", table, snapshot_id, sql, text)
