@@ -121,7 +121,8 @@ def _counts(lk: Lake) -> tuple[int, int, int]:
 PG = pytest.mark.postgres
 BACKENDS = [pytest.param("duckdb", id="duckdb"), pytest.param("sqlite", id="sqlite"),
             pytest.param("postgres", id="postgres", marks=PG)]
-SCENARIOS = ["repeated_deletes", "updates", "schema_evolution", "partitioning", "inlined", "drops", "compaction"]
+SCENARIOS = ["repeated_deletes", "updates", "schema_evolution", "partitioning", "inlined", "drops", "compaction",
+             "deletion_vectors"]
 # PostgreSQL runs the scenarios that exercise its own catalog code paths (typed inlined values, dropped tables,
 # partition values, compaction); the others differ from SQLite only in SQL both share
 PG_SCENARIOS = ["inlined", "drops", "partitioning", "compaction"]

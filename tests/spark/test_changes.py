@@ -13,7 +13,7 @@ from tests.conftest import reference_lake_of
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support.coverage import FULL
 
-_SCENARIOS = ["updates", "repeated_deletes", "inlined", "compaction", "schema_evolution"]
+_SCENARIOS = ["updates", "repeated_deletes", "inlined", "compaction", "schema_evolution", "deletion_vectors"]
 
 
 @pytest.mark.parametrize(("scenario", "reader"), [(s, "manifest") for s in _SCENARIOS] + [

@@ -33,6 +33,8 @@ CASES = [
     ("updates", "main", "u", ["v = 'all' AND id >= 1005", "n < 40"]),
     ("compaction", "main", "c", ["id % 2 = 1"]),
     ("nested", "main", "n", ["size(l) > 1 OR s.a IS NULL"]),
+    # deletion vectors: read from DuckDB's, and ours written as vectors too (the lake's option is on)
+    ("deletion_vectors", "main", "dv", ["id % 3 = 0", "id BETWEEN 2050 AND 2200 OR id = 5001 OR id = 5100"]),
 ]
 
 

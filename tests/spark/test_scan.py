@@ -53,7 +53,7 @@ def _as_timedelta(col: Column, value: Any) -> Any:
 
 # every scenario through manifests (the path tables take); the footer-based path (name-mapped files, remote
 # storage) on the scenarios whose layouts it maps differently: evolved and nested schemas, every type, deletes
-_FOOTER_SCENARIOS = ["schema_evolution", "nested", "types", "repeated_deletes", "compaction"]
+_FOOTER_SCENARIOS = ["schema_evolution", "nested", "types", "repeated_deletes", "compaction", "deletion_vectors"]
 
 
 @pytest.mark.parametrize(("scenario", "reader"), [(s, "manifest") for s in sorted(SCENARIOS)] + [

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.paths import join_path, to_local
+from dbt.adapters.ducklake.lake.read.deletes import read_deletion_vector
 from dbt.adapters.ducklake.lake.write.conflicts import parse_changes
 
 KNOWN = {"created_schema", "created_table", "created_view", "created_scalar_macro", "created_table_macro",
@@ -97,7 +98,7 @@ def violations(catalog: str) -> list[str]:
                   "FROM {p}ducklake_table) t USING (table_id) JOIN {p}ducklake_schema s USING (schema_id) "
                   "WHERE f.end_snapshot IS NULL")
         deletes = q("SELECT delete_file_id, path, path_is_relative, delete_count, file_size_bytes, footer_size, "
-                    "data_file_id FROM {p}ducklake_delete_file")
+                    "data_file_id, format FROM {p}ducklake_delete_file")
     rd = db.dialect.read_bool
     tdirs: dict[int, str] = {}
     duck = duckdb.connect()
@@ -139,18 +140,25 @@ def violations(catalog: str) -> list[str]:
                 v.append(f"data file {fid} column {cid}: {row[0]} values outside {mn!r}..{mx!r}")
             if nc is not None and row[1] != nc and pmax is None:
                 v.append(f"data file {fid} column {cid}: null_count {nc} != {row[1]}")
-    for did, path, rel, count, size, footer, dfid in deletes:
+    for did, path, rel, count, size, footer, dfid, fmt in deletes:
         if dfid not in tdirs:
             continue
         full = to_local(join_path(tdirs[dfid], path) if rd(rel) is not False else path)
         if not os.path.exists(full):
             continue
-        _file_checks(v, f"delete file {did}", full, size, footer)
-        t = pq.read_table(full)
-        pos = t.column(1)
-        if pos.type != pa.int64():
-            v.append(f"delete file {did}: pos is {pos.type}, not int64")
-        values = pos.to_pylist()
+        if fmt == "puffin":  # a deletion vector: as DuckDB writes one, no footer
+            if size != os.path.getsize(full):
+                v.append(f"delete file {did}: file_size_bytes {size} != {os.path.getsize(full)}")
+            if footer not in (0, None):
+                v.append(f"delete file {did}: a deletion vector with footer_size {footer}")
+            values = read_deletion_vector(full).tolist()
+        else:
+            _file_checks(v, f"delete file {did}", full, size, footer)
+            t = pq.read_table(full)
+            pos = t.column(1)
+            if pos.type != pa.int64():
+                v.append(f"delete file {did}: pos is {pos.type}, not int64")
+            values = pos.to_pylist()
         if values != sorted(set(values)):
             v.append(f"delete file {did}: positions not strictly increasing")
         if len(values) != count:

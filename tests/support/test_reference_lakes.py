@@ -93,6 +93,13 @@ def _claims_repeated_deletes(c: Catalog) -> None:
     assert c.one(f"SELECT count(*) FROM ducklake_data_file WHERE {whole}") == 1
 
 
+def _claims_deletion_vectors(c: Catalog) -> None:
+    assert "deleted_from_table" in c.change_kinds()
+    formats = {r[0] for r in c.rows("SELECT DISTINCT format FROM ducklake_delete_file")}
+    assert formats == {"puffin", "parquet"}  # a vector, and a Parquet file written before the option was on
+    assert c.one("SELECT count(*) FROM ducklake_files_scheduled_for_deletion") >= 2  # replaced vectors
+
+
 def _claims_updates(c: Catalog) -> None:
     assert {"inserted_into_table", "deleted_from_table", "inlined_insert", "inlined_delete"} <= c.change_kinds()
     assert any("_ducklake_internal_row_id" in cols for cols in c.file_columns("f.end_snapshot IS NULL"))
@@ -193,6 +200,7 @@ CLAIMS: dict[str, Callable[[Catalog], None]] = {
     "nested": _claims_nested,
     "partitioning": _claims_partitioning,
     "compaction": _claims_compaction,
+    "deletion_vectors": _claims_deletion_vectors,
     "views_comments": _claims_views_comments,
     "types": _claims_types,
     "drops": _claims_drops,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog import ddl
 from .catalog.database import CatalogDB
-from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state
+from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state, option_value
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
@@ -314,16 +314,7 @@ class DuckLake:
     def option(self, name: str, table_id: int | None = None, schema_id: int | None = None) -> str | None:
         """A set_option value (table scope, then schema scope, then global), as DuckDB resolves it."""
         with self.db.read() as conn:
-            rows = self.db.query(
-                conn,
-                "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = :k",
-                {"k": name},
-            )
-        found = {(r[0], r[1]): r[2] for r in rows}
-        for key in (("table", table_id), ("schema", schema_id), (None, None)):
-            if key in found:
-                return found[key]
-        return None
+            return option_value(self.db, conn, name, table_id, schema_id)
 
     def set_option(self, name: str, value: str, *, schema_id: int | None = None, table_id: int | None = None) -> None:
         """Persist an option in ducklake_metadata (global, schema or table scope), as DuckDB's set_option does.

@@ -66,9 +66,9 @@ def data_file_name() -> str:
     return f"ducklake-{uuid7()}.parquet"
 
 
-def delete_file_name() -> str:
-    """A new delete file name, 'ducklake-<uuidv7>-delete.parquet'."""
-    return f"ducklake-{uuid7()}-delete.parquet"
+def delete_file_name(deletion_vector: bool = False) -> str:
+    """A new delete file name, 'ducklake-<uuidv7>-delete.parquet' ('.puffin' for a deletion vector)."""
+    return f"ducklake-{uuid7()}-delete.{'puffin' if deletion_vector else 'parquet'}"
 
 
 class FileIO(Protocol):

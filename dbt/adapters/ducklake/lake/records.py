@@ -178,6 +178,7 @@ class DeleteFile:
     begin_snapshot: int
     partial_max: int | None = None
     encryption_key: str | None = None
+    format: str = "parquet"  # or "puffin": a deletion vector (lake/read/deletes.py)
 
 
 @dataclass(frozen=True)

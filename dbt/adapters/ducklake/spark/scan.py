@@ -348,7 +348,7 @@ def _deleted_keys_sql(g: FileGroup, snapshot_id: int) -> str | None:
         d = t.data_file.delete_file
         if not t.deleted_positions:
             continue
-        if total <= MAX_LITERAL_DELETES or d is None:
+        if total <= MAX_LITERAL_DELETES or d is None or d.format != "parquet":  # Spark reads no deletion vector
             literals += [g.key(t, p) for p in t.deleted_positions]
             continue
         # the delete file's positions (those deleted by snapshot_id) are read by Spark; inlined deletes are literals

@@ -119,6 +119,17 @@ def find_snapshot(
     return latest_snapshot(db, conn)
 
 
+def option_value(db: CatalogDB, conn: Connection, name: str, table_id: int | None = None,
+                 schema_id: int | None = None) -> str | None:
+    """A set_option value (table scope, then schema scope, then the lake's), as DuckDB resolves it."""
+    rows = db.query(conn, "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = :k", {"k": name})
+    found = {(r[0], r[1]): r[2] for r in rows}
+    for key in (("table", table_id), ("schema", schema_id), (None, None)):
+        if key in found:
+            return found[key]
+    return None
+
+
 def list_snapshots(db: CatalogDB, conn: Connection) -> list[Snapshot]:
     """All snapshots that still exist, oldest first, with their changes."""
     return [snapshot_from_row(db, r) for r in db.query(conn, SNAPSHOT_SELECT + " ORDER BY s.snapshot_id")]
@@ -521,12 +532,12 @@ def _load_files(db: CatalogDB, conn: Connection, state: LakeState, tables: Seque
     for r in db.query(
         conn,
         "SELECT delete_file_id, data_file_id, path, path_is_relative, delete_count, file_size_bytes, footer_size, "
-        "begin_snapshot, partial_max, encryption_key, table_id FROM {p}ducklake_delete_file "
+        "begin_snapshot, partial_max, encryption_key, table_id, format FROM {p}ducklake_delete_file "
         f"WHERE table_id {which} AND {visible()}",
         p,
     ):
         deletes[r[1]] = DeleteFile(r[0], r[1], resolve(r[10], r[2], r[3]), r[2], rd(r[3]) is not False, r[4], r[5],
-                                   r[6], r[7], r[8], r[9])
+                                   r[6], r[7], r[8], r[9], r[11] or "parquet")
     inlined_del: dict[int, list[tuple[int, int]]] = defaultdict(list)
     names = set(db.table_sizes(conn))
     for t in tables:

@@ -1,14 +1,25 @@
-"""Positional delete files, laid out as the reference writes and reads them (read by position and type)."""
+"""Delete files, laid out as the reference writes and reads them: positional Parquet files (read by position and
+type) and deletion vectors.
+
+A deletion vector (a lake with the `write_deletion_vectors` option; `ducklake_delete_file.format` 'puffin', named
+`…-delete.puffin`) is, as DuckDB 1.5 writes it, one blob of Iceberg's deletion-vector-v1 layout and nothing else: a
+4-byte big-endian length of what follows up to the checksum, the magic D1 D3 39 64, the deleted positions as a 64-bit
+Roaring bitmap in its portable serialization (without run containers), and a big-endian CRC-32 of magic and bitmap.
+It holds no per-position snapshot: every position counts from the delete file's begin_snapshot.
+"""
 
 from __future__ import annotations
 
 import os
+import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyroaring import BitMap64
 
 from ..paths import to_local
 
@@ -32,12 +43,56 @@ class DeletePositions:
     snapshots: tuple[int, ...]
 
 
+DV_MAGIC = b"\xd1\xd3\x39\x64"
+PUFFIN_MAGIC = b"PUF1"
+
+
+class DeleteFileFormatError(ValueError):
+    """A delete file that is neither a positional Parquet file nor a deletion vector this reader knows."""
+
+
+def read_deletion_vector(path: str) -> np.ndarray:
+    """The positions (sorted int64) of a deletion vector file (see the module).
+
+    Raises:
+        DeleteFileFormatError: not a deletion vector blob, a bad checksum, or a Puffin file of several blobs.
+    """
+    with open(to_local(path), "rb") as fh:
+        raw = fh.read()
+    if raw[:4] == PUFFIN_MAGIC:
+        raise DeleteFileFormatError(f"{path} is a Puffin file of several blobs (DuckLake 1.1): this version reads "
+                                    "one deletion vector per file, as DuckLake 1.0 lakes have them")
+    if len(raw) < 12 or raw[4:8] != DV_MAGIC:
+        raise DeleteFileFormatError(f"{path} is not a deletion vector (no D1 D3 39 64 magic after its length)")
+    (n,) = struct.unpack(">I", raw[:4])
+    body, tail = raw[4:4 + n], raw[4 + n:8 + n]
+    if len(body) != n or len(tail) != 4 or struct.unpack(">I", tail)[0] != zlib.crc32(body):
+        raise DeleteFileFormatError(f"{path}: the deletion vector's length or checksum does not match its content")
+    return np.asarray(BitMap64.deserialize(body[4:]).to_array(), dtype=np.int64)
+
+
+def write_deletion_vector(path: str, positions: Iterable[int]) -> int:
+    """Write the positions as a deletion vector file, byte for byte as DuckDB does; returns the file's size."""
+    values = np.unique(np.asarray(positions if isinstance(positions, np.ndarray) else list(positions), dtype=np.int64))
+    # no run containers: DuckDB writes (and its reader expects) array and bitmap containers only
+    body = DV_MAGIC + BitMap64(values.tolist(), optimize=False).serialize()
+    blob = struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+    local = to_local(path)
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    with open(local, "wb") as fh:
+        fh.write(blob)
+    return len(blob)
+
+
 def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
     """A delete file's (positions, snapshots) as int64 arrays, read by position as the reference does (file_path,
-    pos[, snapshot]); a file without the snapshot column deleted everything at begin_snapshot. One ParquetFile read
-    (pq.read_table's dataset set-up costs several times a small file's read) of just those columns: the file_path
-    column (a string per row) is not decoded, which more than halves the read of a small delete file; no pre-buffer
-    and no threads of its own (callers read many files in parallel)."""
+    pos[, snapshot]); a file without the snapshot column (or a deletion vector) deleted everything at
+    begin_snapshot. One ParquetFile read (pq.read_table's dataset set-up costs several times a small file's read) of
+    just those columns: the file_path column (a string per row) is not decoded, which more than halves the read of a
+    small delete file; no pre-buffer and no threads of its own (callers read many files in parallel)."""
+    if is_deletion_vector(path):
+        pos = read_deletion_vector(path)
+        return pa.array(pos, pa.int64()), pa.array(np.full(pos.size, begin_snapshot, dtype=np.int64), pa.int64())
     f = pq.ParquetFile(to_local(path), pre_buffer=False)
     names = f.schema_arrow.names
     table = f.read(columns=names[1:3], use_threads=False)
@@ -45,6 +100,14 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     if table.num_columns >= 2:
         return pos, table.column(1).combine_chunks().cast(pa.int64())
     return pos, pa.array([begin_snapshot] * len(pos), pa.int64())
+
+
+def is_deletion_vector(path: str) -> bool:
+    """Whether a delete file is a deletion vector (by its first bytes, whatever its name: Parquet starts with
+    PAR1; a deletion vector with its length, then the magic)."""
+    with open(to_local(path), "rb") as fh:
+        head = fh.read(8)
+    return head[4:8] == DV_MAGIC or head[:4] == PUFFIN_MAGIC
 
 
 def read_delete_file(path: str, begin_snapshot: int) -> DeletePositions:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.engine import Connection
 
 from ..catalog.database import CatalogDB
-from ..catalog.state import LakeState, ci_lookup, load_files
+from ..catalog.state import LakeState, ci_lookup, load_files, option_value
 from ..errors import (
     NoSuchSchemaError,
     NoSuchTableError,
@@ -105,6 +105,10 @@ class CatalogReader:
         self.db = db
         self.conn = conn
 
+    def option(self, name: str, table_id: int | None = None, schema_id: int | None = None) -> str | None:
+        """A set_option value as DuckDB resolves it (table scope, then schema, then the lake's)."""
+        return option_value(self.db, self.conn, name, table_id, schema_id)
+
     def max_column_id(self, table_id: int) -> int:
         """The highest column id the table ever had (dropped columns included); 0 if none."""
         rows = self.db.query(self.conn, "SELECT max(column_id) FROM {p}ducklake_column WHERE table_id = :t",
@@ -151,6 +155,10 @@ class ColumnIdReader:
     def __init__(self, db: CatalogDB) -> None:
         self.db = db
         self._known: dict[int, int] = {}  # one answer per table for the whole transaction (its replays too)
+
+    def option(self, name: str, table_id: int | None = None, schema_id: int | None = None) -> str | None:
+        """A set_option value as DuckDB resolves it (table scope, then schema, then the lake's)."""
+        return option_value(self.db, self.conn, name, table_id, schema_id)
 
     def max_column_id(self, table_id: int) -> int:
         if table_id not in self._known:

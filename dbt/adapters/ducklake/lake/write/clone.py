@@ -253,7 +253,8 @@ def _deletes(f: DataFile, positions: tuple[int, ...]) -> ClonedDelete | None:
     if not positions:
         return None
     d = f.delete_file
-    if d is not None and d.delete_count == len(positions):
+    # a Parquet delete file of exactly these positions is linked; a deletion vector's positions are written anew
+    if d is not None and d.delete_count == len(positions) and d.format == "parquet":
         existing = pq.read_schema(to_local(d.path))
         if len(existing.names) == 2 and read_delete_file(d.path, d.begin_snapshot).positions == positions:
             return ClonedDelete(d.path, positions, d.file_size_bytes, d.footer_size)

@@ -75,6 +75,7 @@ class DeleteFileRow:
     file_size_bytes: int
     footer_size: int | None
     partial_max: int | None = None
+    format: str = "parquet"  # or "puffin" (a deletion vector)
 
 
 def delete_files(dialect: Dialect, rows: Sequence[DeleteFileRow]) -> Statement:
@@ -84,8 +85,8 @@ def delete_files(dialect: Dialect, rows: Sequence[DeleteFileRow]) -> Statement:
         path, rel = stored_path(r.path, r.table_dir)
         params.append({"did": r.delete_file_id, "tid": r.table_id, "b": r.begin_snapshot, "fid": r.data_file_id,
                        "path": path, "rel": dialect.bool_param(rel), "n": r.delete_count, "size": r.file_size_bytes,
-                       "footer": r.footer_size, "pmax": r.partial_max})
-    return ("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, 'parquet', :n, "
+                       "footer": r.footer_size, "pmax": r.partial_max, "fmt": r.format})
+    return ("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, :fmt, :n, "
             ":size, :footer, NULL, :pmax)", params)
 
 

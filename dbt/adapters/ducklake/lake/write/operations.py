@@ -11,7 +11,7 @@ import numpy as np
 from ..catalog.state import ci_lookup
 from ..errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
 from ..paths import delete_file_name, join_path
-from ..read.deletes import merge_positions, read_delete_file, write_delete_file
+from ..read.deletes import merge_positions, read_delete_file, write_delete_file, write_deletion_vector
 from ..records import Column, ColumnStats, DataFile, TableInfo
 from . import file_rows
 from .builder import CatalogBuilder
@@ -402,12 +402,21 @@ class DeleteRows(Operation):
             return
         merged = merge_positions(existing, new, b.snapshot_id)
         directory = f.path.rsplit("/", 1)[0]
-        path = join_path(directory, delete_file_name())
-        size, footer = write_delete_file(path, f.path, merged, with_snapshots=existing is not None)
+        if (b.catalog.option("write_deletion_vectors", info.table_id, info.schema_id) or "").lower() == "true":
+            # as DuckDB writes them: every deleted position in one vector, counted from this snapshot (a vector keeps
+            # no per-position snapshot), no footer
+            path = join_path(directory, delete_file_name(deletion_vector=True))
+            size, footer = write_deletion_vector(path, merged.positions), 0
+            row = file_rows.DeleteFileRow(b.file_id(), info.table_id, b.snapshot_id, f.data_file_id, path,
+                                          b.table_path(info), len(merged.positions), size, footer, None, "puffin")
+        else:
+            path = join_path(directory, delete_file_name())
+            size, footer = write_delete_file(path, f.path, merged, with_snapshots=existing is not None)
+            row = file_rows.DeleteFileRow(
+                b.file_id(), info.table_id, min(merged.snapshots) if existing else b.snapshot_id, f.data_file_id, path,
+                b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if existing else None)
         b.written_files.append(path)
-        b.add_rows(file_rows.delete_files(b.db.dialect, [file_rows.DeleteFileRow(
-            b.file_id(), info.table_id, min(merged.snapshots) if existing else b.snapshot_id, f.data_file_id, path,
-            b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if existing else None)]))
+        b.add_rows(file_rows.delete_files(b.db.dialect, [row]))
         if existing is not None and f.delete_file is not None:
             # 1.0 style: the new file holds every delete with its snapshot; the old row goes, its file is scheduled
             old = f.delete_file
