@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import sqlite3
 import time
 
 import pyarrow as pa
@@ -131,6 +132,16 @@ def test_spec_03_lake_is_refused_with_the_migration(kind: str, tmp_path: object)
     shutil.copy(os.path.join(HERE, "..", "data", name), path)  # opening may touch the file: never the original
     catalog = path if kind == "duckdb" else f"sqlite:///{path}"
     with pytest.raises(UnsupportedVersionError, match=r"spec version 0\.3 .*AUTOMATIC_MIGRATION TRUE"):
+        DuckLake.open(catalog)
+
+
+def test_a_newer_spec_is_refused_with_the_way_to_stay_on_ours(tmp_path: object) -> None:
+    """A DuckLake 1.1 catalog (DuckDB 2.0's default for new lakes): the message says how to keep lakes at 1.0."""
+    catalog = f"sqlite:///{tmp_path}/lake.sqlite"
+    DuckLake.create(catalog, f"{tmp_path}/data/").close()
+    with sqlite3.connect(f"{tmp_path}/lake.sqlite") as con:
+        con.execute("UPDATE ducklake_metadata SET value = '1.1' WHERE key = 'version'")
+    with pytest.raises(UnsupportedVersionError, match=r"spec version 1\.1 .*DUCKLAKE_VERSION '1\.0'"):
         DuckLake.open(catalog)
 
 

@@ -414,8 +414,24 @@ def _version_message(loc: CatalogLocation, version: str | None) -> str:
             f"ATTACH '{loc.duckdb_attach_target()}' AS lake (AUTOMATIC_MIGRATION TRUE). Note that DuckDB's migration "
             "drops 0.3 partial-file info, so time travel into files merged under 0.3 can return duplicate rows."
         )
+    if version is not None and _newer(version, ddl.SPEC_VERSION):
+        return (
+            f"catalog {loc.render()!r} holds a DuckLake of spec version {version} (written by DuckDB 2.0 or newer); "
+            f"this adapter reads and writes spec {ddl.SPEC_VERSION} (DuckDB 1.5). A catalog of an earlier version "
+            f"stays at it: DuckDB 2.0 leaves a {ddl.SPEC_VERSION} lake unmigrated unless asked, so keep the lakes you "
+            f"share with this adapter at {ddl.SPEC_VERSION}, and create new ones as {ddl.SPEC_VERSION}: ATTACH "
+            f"'ducklake:…' AS lake (DUCKLAKE_VERSION '{ddl.SPEC_VERSION}') in DuckDB 2.0"
+        )
     return (
         f"catalog {loc.render()!r} holds a DuckLake of spec version {version!r}; this adapter reads and writes spec "
-        f"{ddl.SPEC_VERSION} only"
+        f"{ddl.SPEC_VERSION} only (in DuckDB 2.0, ATTACH ... (DUCKLAKE_VERSION '{ddl.SPEC_VERSION}') creates such a lake)"
     )
+
+
+def _newer(version: str, than: str) -> bool:
+    """Whether a spec version ('1.1') is after another ('1.0'); False for one that does not parse."""
+    try:
+        return tuple(int(x) for x in version.split(".")) > tuple(int(x) for x in than.split("."))
+    except ValueError:
+        return False
 
