@@ -30,6 +30,7 @@ from .first_read import MARK as FIRST_READ
 from .scan import create_view, is_time_travel_name, table_sql
 from .session import ensure_database, is_classic, is_started, session_of
 from .sql_literals import ident
+from .types import typed_reads
 
 # A table's view SQL is reused while the table is unchanged, but recomputed after this long: planning touches the
 # manifest it reads, which keeps other processes' cleanup (manifest.KEEP_UNUSED_SECONDS) off it.
@@ -178,9 +179,11 @@ class LakeNames:
             return None
         table = ci_lookup(st.tables, key)
         view = ci_lookup(st.views, key) if table is None else None
+        columns = None
         if table is not None:
             sql = self._sql_of(st, table)
             what = f"{table.schema_name}.{table.name}"
+            columns = table.columns
         elif view is not None and depth < _VIEW_DEPTH:
             text = view.tags.get(SPARK_SQL_TAG) or view.sql
             refs = view_refs(text)
@@ -204,7 +207,8 @@ class LakeNames:
             return f"({sql})"  # Connect: the text itself (see bound_reads)
         name = PRIVATE + hashlib.sha256(sql.encode()).hexdigest()[:32]
         if name not in self._private:
-            create_view(self.spark, name, sql, what, st.snapshot_id, temporary=True)
+            create_view(self.spark, name, sql, what, st.snapshot_id, temporary=True,
+                        typed=lambda df: typed_reads(df, columns or ()))
             self._private[name] = key
         if self._newest.get(key, (-1, ""))[0] <= st.snapshot_id:  # a unit reading an older snapshot retires nothing
             self._newest[key] = (st.snapshot_id, name)

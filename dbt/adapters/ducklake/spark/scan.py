@@ -409,15 +409,16 @@ _ERROR_CHARS = 300  # of Spark's message shown; its parse errors quote the whole
 
 
 def create_view(spark: SparkSession, name: str, sql: str, table: str, snapshot_id: int, *,
-                temporary: bool = False) -> None:
-    """CREATE OR REPLACE VIEW name AS sql (temporary: a temporary view holding the analysed plan of sql); a failure
-    names the lake table and snapshot, not the generated SQL.
+                temporary: bool = False, typed: Callable[[DataFrame], DataFrame] | None = None) -> None:
+    """CREATE OR REPLACE VIEW name AS sql (temporary: a temporary view holding the analysed plan of sql, through
+    `typed` if given); a failure names the lake table and snapshot, not the generated SQL.
 
     The full SQL and Spark's full message go to the debug log only.
     """
     try:
         if temporary:
-            spark.sql(sql).createOrReplaceTempView(name)
+            df = spark.sql(sql)
+            (typed(df) if typed is not None else df).createOrReplaceTempView(name)
         else:
             spark.sql(f"CREATE OR REPLACE VIEW {name} AS {sql}")
     except Exception as e:  # noqa: BLE001 - Spark parse errors (and JVM StackOverflowError) come in many classes

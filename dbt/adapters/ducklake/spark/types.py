@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import types as T
 
@@ -187,3 +188,33 @@ def _stored_as(name: str, dt: T.DataType, wanted: str) -> str:
     accepted = ", ".join(c.typeName() for c in ok) or "none"
     raise UnsupportedTypeError(f"column {name!r} has Spark type {dt.simpleString()}, which cannot be stored as "
                                f"DuckLake type {t} (Spark types that can: {accepted})")
+
+
+def carried_type(column: Column) -> str | None:
+    """The DuckLake type a top-level column's values keep when a model passes them through unchanged (TYPE_KEY
+    metadata on the read), where the Spark type alone would store another (uuid -> varchar, uint8 -> int16,
+    timestamp_ns -> timestamp, interval -> struct, json -> varchar); None where it would store the same type, or
+    the type cannot be written."""
+    t = parse_type(column.type)
+    if t in NESTED_TYPES or t in UNWRITABLE:
+        return None
+    try:
+        spark_type = to_spark(column)
+    except UnsupportedTypeError:
+        return None
+    default = next((conv(spark_type) for cls, conv in _FROM_SPARK if type(spark_type) is cls), None)
+    return t if default != t and t in _STORABLE_AS else None
+
+
+def typed_reads(df: Any, columns: Sequence[Column]) -> Any:
+    """df (a lake table's rows) with TYPE_KEY metadata on the columns whose DuckLake type the Spark type does not
+    say (carried_type): Spark keeps a column's metadata through projections and aliases, so a model that selects it
+    unchanged stores DuckDB's type again (a copy of a DuckDB table is the same table); an expression over it does
+    not keep it, and stores its Spark type. The model's ducklake_types still decide over it."""
+    from pyspark.sql import functions as F
+
+    tagged = {c.name: t for c in columns if (t := carried_type(c)) is not None}
+    if not tagged or set(tagged) - set(df.columns):
+        return df
+    return df.select(*[F.col(f"`{c}`").alias(c, metadata={**df.schema[c].metadata, TYPE_KEY: tagged[c]})
+                       if c in tagged else F.col(f"`{c}`") for c in df.columns])
