@@ -16,8 +16,8 @@ How it is made safe:
   time a driver starts without one, by a detached low-priority process in the background (at most one attempt per
   key a day), so no dbt invocation waits for it.
 
-Kept in $DBT_DUCKLAKE_CLASS_ARCHIVE_DIR, else ~/.cache/dbt-ducklake/class-archives (about 150 MB per key); off with
-DBT_DUCKLAKE_CLASS_ARCHIVE=off.
+Kept in $DBT_DUCKLAKE_CLASS_ARCHIVE_DIR, else $XDG_CACHE_HOME (or ~/.cache)/dbt-ducklake/class-archives (about
+150 MB per key); off with DBT_DUCKLAKE_CLASS_ARCHIVE=off.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from .cache_dir import cache_root
 
 ENV_SWITCH = "DBT_DUCKLAKE_CLASS_ARCHIVE"  # "off" disables use and building
 ENV_DIR = "DBT_DUCKLAKE_CLASS_ARCHIVE_DIR"
@@ -55,7 +57,7 @@ def enabled() -> bool:
 
 def archive_dir() -> Path:
     root = os.environ.get(ENV_DIR)
-    return Path(root) if root else Path.home() / ".cache" / "dbt-ducklake" / "class-archives"
+    return Path(root) if root else cache_root() / "class-archives"
 
 
 def _java() -> Path | None:

@@ -38,6 +38,7 @@ import pyspark
 
 from . import class_archive
 from . import server_supervisor as sv
+from .cache_dir import cache_root
 from .session import DEFAULT_CONF, REQUIRED_CONF
 
 ROOT_ENV = "DBT_DUCKLAKE_SERVER_DIR"
@@ -95,8 +96,7 @@ def default_root() -> str:
     given = os.environ.get(ROOT_ENV)
     if given:
         return os.path.abspath(os.path.expanduser(given))
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "dbt-ducklake", "servers")
+    return str(cache_root() / "servers")
 
 
 def server_settings(master: str, conf: Mapping[str, str]) -> dict[str, str]:

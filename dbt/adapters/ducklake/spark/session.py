@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shlex
@@ -78,9 +79,20 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     for key, value in conf.items():
         settings[key] = str(value)
     settings.update(REQUIRED_CONF)
+    if "spark.sql.warehouse.dir" not in settings:
+        settings["spark.sql.warehouse.dir"] = _private_warehouse()
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _private_warehouse() -> str:
+    """A warehouse directory of this process's own, removed when it exits: Spark's CREATE DATABASE (a lake schema's
+    name in the session catalog) makes an empty folder per database there, and its default is ./spark-warehouse in
+    the dbt project. Lake data never goes there."""
+    path = tempfile.mkdtemp(prefix="dbt-ducklake-warehouse-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _joined(extra: str | None, options: str) -> str:
