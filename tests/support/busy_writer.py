@@ -3,9 +3,10 @@
     python -m tests.support.busy_writer CATALOG DATA_PATH STOP_FILE [MIN_PERIOD MAX_PERIOD]
 
 Until STOP_FILE exists it commits, every MIN_PERIOD to MAX_PERIOD seconds, in turn: an INSERT of rows spread over every
-group, a DELETE of every 97th row, an UPDATE of some amounts (`raw.src(id, g, amt, ts)`, see `SOURCE`). Each commit
-attaches and detaches the lake (a DuckDB-file catalog is then free between commits: the writer takes turns with dbt);
-a failed commit (a conflict, a locked file) is retried with the next statement. Prints the number of commits.
+group, a DELETE of every 97th row, an UPDATE of some amounts (`raw.src(id, g, amt, ts)`, see `SOURCE`). On a
+DuckDB-file catalog each commit attaches and detaches the lake (the file is free between commits: the writer takes
+turns with dbt); on SQLite and PostgreSQL it stays attached. A failed commit (a conflict, a locked file) is retried
+with the next statement. Prints the number of commits.
 """
 
 from __future__ import annotations
@@ -43,15 +44,26 @@ def statement(n: int) -> str:
 
 def main(catalog: str, data_path: str, stop: str, low: float, high: float) -> None:
     n = commits = 0
+    # a DuckDB-file catalog is held by one process at a time: attached per commit; others stay attached
+    per_commit = not catalog.startswith(("sqlite:", "postgresql:", "postgres:"))
+    con = None
     while not os.path.exists(stop):
         try:
-            with reference.attached(catalog, data_path=data_path) as con:
-                con.execute(statement(n))
+            if con is None:
+                con = reference.connect()
+                con.execute(reference.attach_sql(catalog, data_path=data_path))
+            con.execute(statement(n))
             commits += 1
         except Exception as e:  # noqa: BLE001 - a conflict or a locked catalog file: the next statement retries
             print(f"writer: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr, flush=True)
+        finally:
+            if per_commit and con is not None:
+                con.close()
+                con = None
         n += 1
         time.sleep(random.uniform(low, high))
+    if con is not None:
+        con.close()
     print(f"commits {commits}", flush=True)
 
 
