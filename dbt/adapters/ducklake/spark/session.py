@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -95,6 +96,21 @@ def _private_warehouse() -> str:
     return path
 
 
+def _failure_line(log_file: str, start: int) -> str:
+    """The line of the failed launch's output that says why: the first naming an error (spark-class's ".../bin/java:
+    No such file or directory" for a JAVA_HOME that points nowhere, a JVM's "Error: ..."), else its last line."""
+    try:
+        with open(log_file, "rb") as fh:
+            fh.seek(start)
+            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        lines = []
+    if not lines:
+        return "it printed nothing"
+    causes = [ln for ln in lines if re.search(r"No such file|not found|[Ee]rror|Exception|denied", ln)]
+    return (causes or lines)[0 if causes else -1][:300]
+
+
 def _joined(extra: str | None, options: str) -> str:
     """The driver's Java options: the user's, then the layer's."""
     return f"{extra} {options}" if extra else options
@@ -160,13 +176,14 @@ def _launch_driver(spark_conf: SparkConf, log_file: str) -> tuple[subprocess.Pop
         conn_file = os.path.join(conn_dir, "conn")
         env = {**os.environ, "SPARK_CONNECT_MODE": "0", "_PYSPARK_DRIVER_CONN_INFO_PATH": conn_file}
         with open(log_file, "ab") as out:
+            start = out.tell()
             proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, stderr=out, env=env,
                                     start_new_session=True)
         while proc.poll() is None and not os.path.isfile(conn_file):
             time.sleep(0.02)
         if not os.path.isfile(conn_file):
-            raise RuntimeError(f"the Spark driver JVM exited (status {proc.returncode}) before it was ready; "
-                               f"its output: {log_file}")
+            raise RuntimeError(f"the Spark driver JVM exited (status {proc.returncode}) before it was ready: "
+                               f"{_failure_line(log_file, start)} (its whole output: {log_file})")
         with open(conn_file, "rb") as info:
             port = read_int(info)
             secret = UTF8Deserializer().loads(info)
