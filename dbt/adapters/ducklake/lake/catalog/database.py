@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -23,7 +25,9 @@ from .dialect import Dialect, dialect_for
 from .url import CatalogLocation
 
 # A DuckDB catalog file is locked by the process that has it open; another process waits this long for it.
+_log = logging.getLogger(__name__)
 DUCKDB_LOCK_WAIT_SECONDS = 30.0
+LOCK_NOTICE_SECONDS = 0.5  # a lock held longer than this is reported while waiting (another dbt's commit is shorter)
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
 # From this many rows a DuckDB-catalog INSERT goes through Arrow instead of executemany (see arrow_insert)
@@ -153,6 +157,7 @@ class CatalogDB:
                 )
         deadline = time.monotonic() + DUCKDB_LOCK_WAIT_SECONDS
         delay = 0.05
+        noticed = False
         while True:
             try:
                 conn = self.engine.connect()
@@ -162,6 +167,11 @@ class CatalogDB:
                 return conn
             except sa.exc.DBAPIError as e:
                 if loc.backend == "duckdb" and _is_duckdb_lock(e.orig) and time.monotonic() < deadline:
+                    if not noticed and time.monotonic() > deadline - DUCKDB_LOCK_WAIT_SECONDS + LOCK_NOTICE_SECONDS:
+                        # a user whose DuckDB session holds the file sees why nothing happens, at once
+                        _log.info("catalog %s is locked by %s: waiting up to %.0f s for it to be released",
+                                  loc.render(), _lock_holder(e.orig), DUCKDB_LOCK_WAIT_SECONDS)
+                        noticed = True
                     time.sleep(delay)
                     delay = min(delay * 1.5, 1.0)
                     continue
@@ -318,12 +328,20 @@ def _is_duckdb_lock(orig: BaseException | None) -> bool:
     return isinstance(orig, duckdb.IOException) and "lock" in str(orig).lower()
 
 
+def _lock_holder(orig: BaseException | None) -> str:
+    """Who holds a DuckDB file's lock, from DuckDB's message ('... held in /usr/bin/python3 (PID 123) ...')."""
+    m = re.search(r"held in (.+?) \(PID (\d+)\)", str(orig))
+    return f"PID {m.group(2)} ({m.group(1)})" if m else "another process"
+
+
 def _connect_message(loc: CatalogLocation, e: sa.exc.DBAPIError) -> str:
     cause = str(e.orig).strip().splitlines()[0] if e.orig is not None else str(e)
     if loc.backend == "duckdb" and _is_duckdb_lock(e.orig):
+        # DuckDB's own text goes on to suggest read-only mode, which no writer can use: not quoted
         return (
-            f"catalog {loc.render()!r} is locked by another process (a DuckDB session that has it attached?) "
-            f"and stayed locked for {DUCKDB_LOCK_WAIT_SECONDS:.0f}s: {cause}. DETACH the lake in that DuckDB session "
-            "(or close it), or, to share a lake between processes, use a SQLite or PostgreSQL catalog"
+            f"catalog {loc.render()!r} is locked by {_lock_holder(e.orig)} (a DuckDB session that has the lake "
+            f"attached, even READ_ONLY, holds the file) and stayed locked for {DUCKDB_LOCK_WAIT_SECONDS:.0f} s. "
+            "DETACH the lake in that session (or close it), then run again; to share a lake with DuckDB sessions "
+            "that stay open, use a SQLite or PostgreSQL catalog"
         )
     return f"cannot connect to catalog {loc.render()!r}: {cause}"
