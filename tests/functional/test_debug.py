@@ -24,6 +24,8 @@ class TestDebugOk:
     def test_debug_passes(self, project: object) -> None:
         _, out = run_dbt_and_capture(["debug"])
         assert "OK connection ok" in out and "All checks passed!" in out
+        # no `author: None`: who the snapshots name when the profile names nobody
+        assert "author: None" not in out and "(the operating system user; set author: to name another)" in out
 
 
 class TestUnreachableCatalog:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import re
 import uuid
@@ -19,7 +18,7 @@ from pyspark.errors import PySparkException
 
 from . import gc_freeze
 from .__version__ import version as adapter_version
-from .credentials import DuckLakeCredentials
+from .credentials import DuckLakeCredentials, os_user
 from .cursor import DuckLakeCursor
 from .invocation import dbt_command
 from .lake.catalog.state import LakeState
@@ -164,10 +163,7 @@ def commit_author(creds: DuckLakeCredentials) -> str:
 
 
 def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in some containers
-        return "dbt"
+    return os_user()
 
 
 class DuckLakeConnectionManager(SQLConnectionManager):

@@ -113,6 +113,8 @@ class DuckLakeCredentials(Credentials):
         still holds: the runtime states (the server's pid, the class archive) are only for `dbt debug` (and callers
         outside dbt), so that they neither cost a jar listing per node nor force a full parse when they change."""
         for key, value in super().connection_info(with_aliases=with_aliases):
+            if key == "author" and value is None:
+                value = f"{os_user()} (the operating system user; set author: to name another)"
             yield key, (self.catalog_display if key in ("catalog", "catalog_url") else value)
         if dbt_command() not in (None, "debug"):
             return
@@ -204,3 +206,13 @@ def _resolved_dir(path: str) -> str:
     full = os.path.expanduser(path)
     full = full if os.path.isabs(full) else os.path.join(project_dir(), full)
     return full.rstrip("/") + "/" if path.endswith("/") else full
+
+
+def os_user() -> str:
+    """The operating system user, who authors the snapshots when the profile names nobody."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name in some containers
+        return "dbt"
