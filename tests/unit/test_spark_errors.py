@@ -20,3 +20,16 @@ def test_sql_context_and_jvm_traces_are_cut() -> None:
     text = "[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'. SQLSTATE: 42601\n== SQL ==\nselect x\n---^^^\n" \
            "JVM stacktrace:\norg.apache.spark.sql.AnalysisException\n\tat org.apache.Foo.bar(Foo.scala:1)"
     assert short_spark_error(text) == "[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'. SQLSTATE: 42601"
+
+
+def test_a_duckdb_function_gets_the_spark_way() -> None:
+    text = ("[UNRESOLVED_ROUTINE] Cannot resolve routine `strftime` on search path [`system`.`builtin`, "
+            "`system`.`session`, `spark_catalog`.`default`]. SQLSTATE: 42883; line 1 pos 7")
+    short = short_spark_error(text)
+    assert short.startswith("[UNRESOLVED_ROUTINE]")
+    assert short.endswith("Models run as Spark SQL (Spark's functions, not DuckDB's): for DuckDB's strftime(), use "
+                          "date_format(ts, 'yyyy-MM-dd').")
+    other = short_spark_error(text.replace("strftime", "my_udf"))
+    assert other.endswith("Models run as Spark SQL (Spark's functions, not DuckDB's).")
+    assert short_spark_error("[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'.") == \
+        "[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'."

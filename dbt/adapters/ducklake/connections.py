@@ -146,7 +146,31 @@ def short_spark_error(text: str) -> str:
         out.append(line)
     if len(out) > MAX_ERROR_LINES:
         out = out[:MAX_ERROR_LINES] + ["(the full error is in logs/dbt.log at debug level)"]
-    return "\n".join(out).rstrip(";")
+    hint = _dialect_hint(text)
+    return "\n".join(out).rstrip(";") + (f"\n{hint}" if hint else "")
+
+
+# DuckDB functions a model may reach for, and Spark SQL's way to say them (models run as Spark SQL)
+SPARK_EQUIVALENTS = {
+    "strftime": "date_format(ts, 'yyyy-MM-dd')", "strptime": "to_timestamp(text, 'yyyy-MM-dd HH:mm:ss')",
+    "epoch": "unix_timestamp(ts)", "epoch_ms": "unix_millis(ts)", "date_diff": "datediff(end, start)",
+    "datediff": "datediff(end, start)", "list_value": "array(...)", "list_contains": "array_contains(arr, x)",
+    "string_agg": "array_join(collect_list(x), ',')", "regexp_matches": "x rlike 'pattern'",
+    "struct_pack": "named_struct('a', a, ...)", "len": "length(x) or size(arr)", "today": "current_date()",
+    "list_aggregate": "aggregate(arr, ...)", "arg_max": "max_by(x, y)", "arg_min": "min_by(x, y)",
+}
+_UNRESOLVED = re.compile(r"UNRESOLVED_ROUTINE\][^`]*routine `([^`]+)`", re.S)
+
+
+def _dialect_hint(text: str) -> str | None:
+    """For a function Spark does not know: that models are Spark SQL, and Spark's way when it is a DuckDB one."""
+    m = _UNRESOLVED.search(text)
+    if m is None:
+        return None
+    name = m.group(1).rsplit(".", 1)[-1].lower()
+    known = SPARK_EQUIVALENTS.get(name)
+    return ("Models run as Spark SQL (Spark's functions, not DuckDB's)"
+            + (f": for DuckDB's {name}(), use {known}" if known else "") + ".")
 
 
 def provenance(node: dict[str, Any]) -> dict[str, Any]:
