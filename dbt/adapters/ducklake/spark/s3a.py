@@ -59,17 +59,24 @@ def user_supplies_connector(conf: Mapping[str, str]) -> bool:
                                                               "spark.driver.extraClassPath"))
 
 
-def connector_conf(conf: Mapping[str, str]) -> dict[str, str]:
-    """Settings that put the cached connector jars on the driver's and executors' class path, unless the user's
-    settings bring the connector (their packages, jars, or a cluster's own class path win)."""
+def connector_conf(conf: Mapping[str, str], master: str) -> dict[str, str]:
+    """Settings that put the cached connector jars on the driver's class path (and, for a cluster, the executors'),
+    unless the user's settings bring the connector (their packages, jars, or a cluster's own class path win).
+
+    The driver's class path, not spark.jars: Hadoop finds file systems through the class loader its configuration
+    was made with, which jars added to a running context do not reach. Local executors share the driver's JVM, and
+    spark.jars would copy the 560 MB SDK bundle into each session's work directory."""
     if user_supplies_connector(conf):
         return {}
     jars = cached_jars()
     if jars is None:
         return {}
-    # spark.jars also reaches executors of a cluster; local-mode executors share the driver's class loader
-    given = str(conf.get("spark.jars", ""))
-    return {"spark.jars": ",".join([j for j in given.split(",") if j] + jars)}
+    given = str(conf.get("spark.driver.extraClassPath", ""))
+    out = {"spark.driver.extraClassPath": os.pathsep.join([p for p in given.split(os.pathsep) if p] + jars)}
+    if not master.startswith("local"):
+        jars_given = str(conf.get("spark.jars", ""))
+        out["spark.jars"] = ",".join([j for j in jars_given.split(",") if j] + jars)
+    return out
 
 
 def hadoop_conf(*, key_id: str | None, secret: str | None, session_token: str | None, region: str | None,
@@ -96,6 +103,39 @@ def hadoop_conf(*, key_id: str | None, secret: str | None, session_token: str | 
         if session_token:
             out["spark.hadoop.fs.s3a.session.token"] = session_token
     return out
+
+
+# settings kept out of SparkConf (which Spark prints and hands to every job): set on the running context's Hadoop
+# configuration instead (spark/session.py set_hadoop_conf)
+SECRET_KEYS = ("spark.hadoop.fs.s3a.secret.key", "spark.hadoop.fs.s3a.session.token")
+
+
+def split_secrets(settings: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(settings fit for SparkConf, secret settings) of hadoop_conf's output."""
+    return ({k: v for k, v in settings.items() if k not in SECRET_KEYS},
+            {k: v for k, v in settings.items() if k in SECRET_KEYS})
+
+
+def connector_status(conf: Mapping[str, str]) -> tuple[bool, str]:
+    """(found, what `dbt debug` says) about the s3a connector, without starting Spark: the profile's packages or
+    jars, the jars scripts/setup.sh cached, or hadoop-aws among Spark's own jars (a cluster's installation)."""
+    if user_supplies_connector(conf):
+        return True, "from spark_config (hadoop-aws in spark.jars.packages / spark.jars / extraClassPath)"
+    jars = cached_jars()
+    if jars is not None:
+        return True, f"hadoop-aws and the AWS SDK bundle from {jars_dir()}"
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+
+        spark_jars = os.path.join(_find_spark_home(), "jars")
+        own = [n for n in os.listdir(spark_jars) if n.startswith("hadoop-aws")]
+    except Exception:  # noqa: BLE001 - no readable Spark installation: nothing found there
+        own = []
+    if own:
+        return True, f"{own[0]} among Spark's jars"
+    return False, (f"MISSING: no {S3A_CLASS} on Spark's class path, which data paths on s3:// need. Run "
+                   f"scripts/setup.sh (caches {HADOOP_AWS} and {AWS_SDK_BUNDLE} in {jars_dir()}), or add "
+                   f"{PACKAGES_HINT} to the profile")
 
 
 if __name__ == "__main__":

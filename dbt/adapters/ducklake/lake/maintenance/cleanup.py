@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from ..catalog.database import CatalogDB
 from ..catalog.state import id_list, list_snapshots
 from ..errors import DuckLakeError
-from ..paths import LocalFileIO, join_path, to_local
+from ..paths import file_io, join_path, to_local
 from ..records import Snapshot
 from ..write import file_rows
 from .compaction import flush_inlined_data, merge_adjacent_files
@@ -186,9 +186,8 @@ def cleanup_old_files(
                   for fid, path, rel, start in rows
                   if cutoff is None or db.dialect.read_timestamp(start) < cutoff]
         if chosen and not dry_run:
-            fileio = LocalFileIO()
             for _, path in chosen:
-                fileio.delete(path)
+                file_io(path).delete(path)
             db.execute(conn, f"DELETE FROM {{p}}ducklake_files_scheduled_for_deletion "
                              f"WHERE data_file_id IN ({id_list(f for f, _ in chosen)})")
     return [p for _, p in chosen]
@@ -257,7 +256,7 @@ def delete_orphaned_files(
     found += foreign
     if not dry_run:
         for path in found:
-            LocalFileIO().delete(path)
+            file_io(path).delete(path)
         for path in staging:
             shutil.rmtree(path, ignore_errors=True)
     return sorted(found) + sorted(staging)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -10,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..paths import to_local
+from ..paths import is_local, to_local
+from ..storage import file_io
 
 FILE_PATH_FIELD_ID = 2147483646
 POS_FIELD_ID = 2147483645
@@ -38,9 +38,15 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     (pq.read_table's dataset set-up costs several times a small file's read) of just those columns: the file_path
     column (a string per row) is not decoded, which more than halves the read of a small delete file; no pre-buffer
     and no threads of its own (callers read many files in parallel)."""
-    f = pq.ParquetFile(to_local(path), pre_buffer=False)
-    names = f.schema_arrow.names
-    table = f.read(columns=names[1:3], use_threads=False)
+    if is_local(path):
+        f = pq.ParquetFile(to_local(path), pre_buffer=False)
+        names = f.schema_arrow.names
+        table = f.read(columns=names[1:3], use_threads=False)
+    else:
+        with file_io(path).open_input(path) as source:
+            f = pq.ParquetFile(source, pre_buffer=False)
+            names = f.schema_arrow.names
+            table = f.read(columns=names[1:3], use_threads=False)
     pos = table.column(0).combine_chunks().cast(pa.int64())
     if table.num_columns >= 2:
         return pos, table.column(1).combine_chunks().cast(pa.int64())
@@ -86,17 +92,17 @@ def write_delete_file(path: str, data_file_path: str, deletes: DeletePositions, 
         fields.append(_field(SNAPSHOT_COLUMN, pa.int64(), SNAPSHOT_FIELD_ID))
         arrays.append(pa.array(deletes.snapshots, pa.int64()))
     table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-    local = to_local(path)
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    pq.write_table(table, local, compression="snappy")
-    return os.path.getsize(local), footer_size(local)
+    fio = file_io(path)
+    with fio.open_output(path) as out:
+        pq.write_table(table, out, compression="snappy")
+    return fio.size(path), footer_size(path)
 
 
 def footer_size(path: str) -> int:
     """The Parquet footer length: the little-endian int32 before the trailing 'PAR1'."""
-    with open(to_local(path), "rb") as fh:
-        fh.seek(-8, os.SEEK_END)
-        tail = fh.read(8)
+    with file_io(path).open_input(path) as fh:
+        size = fh.size()
+        tail = fh.read_at(8, size - 8) if size >= 8 else b""
     if tail[4:] != b"PAR1":
         raise ValueError(f"{path} is not a Parquet file (no PAR1 magic at the end)")
     return int.from_bytes(tail[:4], "little")
