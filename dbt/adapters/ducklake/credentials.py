@@ -146,7 +146,12 @@ class DuckLakeCredentials(Credentials):
         elif not self.master.startswith("sc://"):  # a driver JVM starts in the dbt process: with the class archive?
             from .spark import class_archive
 
-            yield "spark_class_archive", class_archive.status({str(k): str(v) for k, v in self.spark_config.items()})
+            conf = {str(k): str(v) for k, v in self.spark_config.items()}
+            if self.object_store() is not None:  # the connector's jars change the driver's class path
+                from .spark import s3a
+
+                conf = {**s3a.connector_conf(conf, self.master), **conf}
+            yield "spark_class_archive", class_archive.status(conf)
 
     def server_status(self) -> str:
         """The local server of this profile, as `dbt debug` shows it before connecting (starts nothing)."""
