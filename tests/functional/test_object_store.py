@@ -21,6 +21,9 @@ TABLE = "{{ config(materialized='table') }}\nselect id, upper(name) as name from
 # each run appends the ids of its batch (var), once
 APPEND = """{{ config(materialized='incremental', incremental_strategy='append') }}
 select id * 10 + {{ var('batch') }} as id, name from {{ ref('people') }}"""
+# a merge on a key: the second run updates rows the first wrote (delete files written and read through the seam)
+MERGE = """{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}
+select id, concat(name, '{{ var('batch') }}') as name from {{ ref('people') }} where id >= {{ var('batch') }}"""
 FROM_DUCK = "{{ config(materialized='table') }}\nselect k, v from {{ source('lake', 'from_duck') }}"
 SOURCES = "version: 2\nsources:\n  - name: lake\n    schema: main\n    tables:\n      - name: from_duck\n"
 
@@ -33,6 +36,7 @@ def _project(root: Path, server: s3.S3Server, bucket: str) -> Path:
     (root / "seeds" / "people.csv").write_text(SEED)
     (root / "models" / "people_table.sql").write_text(TABLE)
     (root / "models" / "people_append.sql").write_text(APPEND)
+    (root / "models" / "people_merge.sql").write_text(MERGE)
     keys = "".join(f"      {k}: {v!r}\n" if isinstance(v, str) else f"      {k}: {str(v).lower()}\n"
                    for k, v in server.profile_keys().items())
     (root / "profiles.yml").write_text(
@@ -97,6 +101,8 @@ def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
     batch1 = sorted((i * 10 + 1, n) for i, n in people)
     batch2 = sorted(batch1 + [(i * 10 + 2, n) for i, n in people])
     duck_rows = [(k, f"v{k}") for k in (0, 1, 3, 4)]
+    merge1 = [(i, f"{n}1") for i, n in people]
+    merge2 = [(1, "ada1"), (2, "bob2"), (3, "cy2")]
     with s3.attached(s3_server, catalog, read_only=True) as con:
         files = con.execute("SELECT path FROM __ducklake_metadata_lake.ducklake_data_file").fetchall()
         data_path = con.execute("SELECT value FROM __ducklake_metadata_lake.ducklake_metadata "
@@ -106,6 +112,7 @@ def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
         # every table at every snapshot: a state the adapter committed (intermediate snapshots of a command hold
         # the state before or after it); the final state exactly
         allowed = {"people": [sorted(people)], "people_table": [upper], "people_append": [batch1, batch2],
+                   "people_merge": [merge1, merge2],
                    "from_duck": [duck_rows], "from_duck_copy": [duck_rows]}
         last = _latest(con)
         for snap in range(after_seed, last + 1):
@@ -114,8 +121,9 @@ def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
                 assert got is None or [tuple(r) for r in got] in states, (table, snap, got)
         final = {t: [tuple(r) for r in con.execute(f"SELECT * FROM lake.main.{t} ORDER BY ALL").fetchall()]
                  for t in allowed}
-    assert final == {"people": sorted(people), "people_table": upper, "people_append": batch2,
+    assert final == {"people": sorted(people), "people_table": upper, "people_append": batch2, "people_merge": merge2,
                      "from_duck": duck_rows, "from_duck_copy": duck_rows}
+    assert not any(p.name.startswith("s3") for p in project.iterdir()), "an S3 path was used as a local one"
     # the S3 secret shows nowhere: terminal output, logs (dbt's and Spark's), target/, the snapshots' commit info
     texts = {"dbt debug": debug}
     for sub in ("logs", "target"):

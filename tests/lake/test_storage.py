@@ -46,8 +46,8 @@ def test_file_operations_agree(root: str) -> None:
         assert f.read_at(3, 2) == b"llo"
     fio.move(a, b)
     assert not fio.exists(a) and fio.exists(b)
-    assert [(p.rsplit("/", 1)[1], size) for p, size in fio.list(root + "t/")] == [("b.bin", 5)]
-    listed = [p for p, _ in fio.list(root)]
+    assert [(f.path.rsplit("/", 1)[1], f.size) for f in fio.list(root + "t/")] == [("b.bin", 5)]
+    listed = [f.path for f in fio.list(root)]
     assert listed == [b]
     fio.delete(b)
     fio.delete(b)  # missing is fine
@@ -77,7 +77,7 @@ def test_s3a_spelling_is_the_same_object(s3_server: s3.S3Server) -> None:
         with fio.open_output(f"s3a://{bucket}/k") as out:
             out.write(b"1")
         assert fio.exists(f"s3://{bucket}/k")
-        assert [p for p, _ in fio.list(f"s3a://{bucket}/")] == [f"s3://{bucket}/k"]
+        assert [f.path for f in fio.list(f"s3a://{bucket}/")] == [f"s3://{bucket}/k"]
     finally:
         storage.configure_object_store(storage.ObjectStoreConfig())
 
@@ -90,3 +90,33 @@ def test_unreachable_schemes_are_refused() -> None:
 def test_config_repr_hides_secrets() -> None:
     shown = repr(storage.ObjectStoreConfig(key_id="id", secret="topsecret", session_token="tok"))
     assert "topsecret" not in shown and "tok'" not in shown
+
+
+def test_a_lake_on_s3_written_by_the_driver(tmp_path: Path, s3_server: s3.S3Server) -> None:
+    """The format layer alone on S3: files the driver writes are registered with s3 paths DuckDB reads; orphan
+    deletion lists the bucket through the seam (orphans and a killed writer's staging prefix go, nothing else)."""
+    from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
+    from dbt.adapters.ducklake.lake.maintenance import cleanup as mt
+
+    storage.configure_object_store(_config(s3_server))
+    try:
+        data = f"s3://{s3_server.make_bucket()}/lake/"
+        catalog = f"sqlite:///{tmp_path}/m.sqlite"
+        lake = DuckLake.create(catalog, data)
+        with lake.transaction() as tx:
+            t = tx.create_table("main", "t", [Column(0, "x", "int64")])
+            files = write_data_files(t, tx.table_path(t), pa.table({"x": [1, 2, 3]}))
+            tx.add_data_files("main", "t", files)
+        assert all(f.path.startswith(data + "main/t/") for f in files)
+        with s3.attached(s3_server, catalog, read_only=True) as con:
+            assert con.execute("SELECT x FROM lake.main.t ORDER BY x").fetchall() == [(1,), (2,), (3,)]
+        fio = storage.file_io(data)
+        orphan, staging = data + "main/t/ducklake-orphan.parquet", data + "main/t/ducklake-write-0192f0c0/"
+        for path in (orphan, staging + "part-00000-x.snappy.parquet", staging + "_SUCCESS"):
+            with fio.open_output(path) as out:
+                out.write(b"x")
+        assert mt.delete_orphaned_files(lake) == []  # younger than the default age: kept
+        assert mt.delete_orphaned_files(lake, all=True) == [orphan, staging.rstrip("/")]
+        assert sorted(f.path for f in fio.list(data)) == sorted(f.path for f in files)
+    finally:
+        storage.configure_object_store(storage.ObjectStoreConfig())

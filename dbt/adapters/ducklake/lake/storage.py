@@ -14,6 +14,7 @@ accepted and means the same object.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import shutil
 import threading
@@ -26,6 +27,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A listed file: its path (as the FileIO spells it), size, and last modification (UTC)."""
+
+    path: str
+    size: int
+    modified: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -60,8 +70,8 @@ class FileIO(Protocol):
         """Whether the file exists."""
         ...
 
-    def list(self, directory: str) -> Iterator[tuple[str, int]]:
-        """(path, size) of every file below the directory, recursively (none if it does not exist)."""
+    def list(self, directory: str) -> Iterator[FileInfo]:
+        """Every file below the directory, recursively (none if it does not exist)."""
         ...
 
     def move(self, source: str, target: str) -> None:
@@ -111,12 +121,13 @@ class LocalFileIO:
     def exists(self, path: str) -> bool:
         return os.path.exists(_local(path))
 
-    def list(self, directory: str) -> Iterator[tuple[str, int]]:
+    def list(self, directory: str) -> Iterator[FileInfo]:
         for d, _dirs, names in os.walk(_local(directory)):
             for name in names:
                 p = os.path.join(d, name)
                 with contextlib.suppress(FileNotFoundError):
-                    yield p, os.path.getsize(p)
+                    st = os.stat(p)
+                    yield FileInfo(p, st.st_size, dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc))
 
     def move(self, source: str, target: str) -> None:
         os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
@@ -187,11 +198,14 @@ class S3FileIO:
     def exists(self, path: str) -> bool:
         return self._fs.get_file_info(_key(path)).type == pafs.FileType.File
 
-    def list(self, directory: str) -> Iterator[tuple[str, int]]:
+    def list(self, directory: str) -> Iterator[FileInfo]:
         selector = pafs.FileSelector(_key(directory).rstrip("/"), recursive=True, allow_not_found=True)
         for info in self._fs.get_file_info(selector):
             if info.type == pafs.FileType.File:
-                yield "s3://" + info.path, int(info.size)
+                modified = info.mtime or dt.datetime.now(dt.timezone.utc)
+                if modified.tzinfo is None:
+                    modified = modified.replace(tzinfo=dt.timezone.utc)
+                yield FileInfo("s3://" + info.path, int(info.size), modified)
 
     def move(self, source: str, target: str) -> None:
         self._fs.move(_key(source), _key(target))

@@ -507,7 +507,8 @@ def _written_files(staging: str, key_names: list[str]) -> list[tuple[str, list[s
     found = []
     base = as_dir(staging if "://" in staging and not staging.startswith("file://") else to_local(staging))
     fio = file_io(staging)
-    for path, _size in fio.list(staging):
+    for info in fio.list(staging):
+        path = info.path
         rel = path[len(base):] if path.startswith(base) else os.path.relpath(path, base)
         *parts, fname = rel.split("/")
         if fname.startswith(("_", ".")) or not fname.endswith(".parquet"):
