@@ -47,15 +47,15 @@ def _project(root: Path, server: s3.S3Server, bucket: str) -> Path:
     return root
 
 
-def _dbt(project: Path, *args: str) -> str:
-    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable}
+def _dbt(project: Path, *args: str, ok: bool = True, env_extra: dict[str, str] | None = None) -> str:
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable, **(env_extra or {})}
     for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # the profile's keys only
         env.pop(k, None)
     proc = subprocess.run([sys.executable, "-c", "from dbt.cli.main import cli; cli()", *args, "--project-dir",
                            str(project)], cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=300)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"dbt {' '.join(args)} failed:\n{out}"
+    assert (proc.returncode == 0) == ok, f"dbt {' '.join(args)} exited with {proc.returncode}:\n{out}"
     return out
 
 
@@ -134,3 +134,13 @@ def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
         texts["snapshots"] = repr(con.execute("SELECT * FROM lake.snapshots()").fetchall())
     for where, text in texts.items():
         assert s3_server.secret not in text, f"the S3 secret shows in {where}"
+
+
+def test_debug_says_what_to_add_without_the_connector(tmp_path: Path, s3_server: s3.S3Server) -> None:
+    project = _project(tmp_path / "p", s3_server, s3_server.make_bucket())
+    empty = tmp_path / "no-jars"
+    empty.mkdir()
+    out = _dbt(project, "debug", ok=False, env_extra={"DBT_DUCKLAKE_JARS": str(empty)})
+    assert f"s3_connector: MISSING: no {s3a.S3A_CLASS}" in out
+    assert "Spark cannot reach the data path" in out and "spark.jars.packages" in out and s3a.HADOOP_AWS in out
+    assert s3_server.secret not in out
