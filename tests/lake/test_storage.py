@@ -46,6 +46,11 @@ def test_file_operations_agree(root: str) -> None:
         assert f.read_at(3, 2) == b"llo"
     fio.move(a, b)
     assert not fio.exists(a) and fio.exists(b)
+    fio.copy(b, a)
+    assert fio.size(a) == 5
+    fio.delete(a)
+    with pytest.raises(FileNotFoundError):
+        fio.copy(a, root + "t/c.bin")
     assert [(f.path.rsplit("/", 1)[1], f.size) for f in fio.list(root + "t/")] == [("b.bin", 5)]
     listed = [f.path for f in fio.list(root)]
     assert listed == [b]

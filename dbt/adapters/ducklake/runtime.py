@@ -33,7 +33,7 @@ from .change_feed import Cursors
 from .invocation import dbt_command as _command
 from .lake.lake import DuckLake
 from .lake.paths import to_local
-from .lake.storage import ObjectStoreConfig, configure_object_store
+from .lake.storage import ObjectStoreConfig, configure_object_store, file_io
 from .spark import local_server, s3a
 from .spark.local_server import LocalServer
 from .spark.names import LakeNames
@@ -229,16 +229,16 @@ def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
 def _refuse_foreign_files(creds: DuckLakeCredentials) -> None:
     """A new lake never gets a data path that already holds Parquet files: they would be another lake's (a typo in
     `catalog` would otherwise make a second catalog whose orphan deletion sees all of them as orphans)."""
-    if "://" in creds.data_path and not creds.data_path.startswith("file://"):
-        return
-    root = to_local(creds.data_path)
-    for d, _dirs, names in os.walk(root):
-        hit = next((n for n in names if n.endswith(".parquet")), None)
-        if hit is not None:
-            raise SetupError(
-                f"the catalog {creds.catalog_display!r} holds no DuckLake, and creating one there was refused: its "
-                f"data path {creds.data_path!r} already holds Parquet files (e.g. {os.path.join(d, hit)}), most likely "
-                "another lake's. Point `catalog` at that lake's catalog, or `data_path` at an empty folder")
+    if "://" in creds.data_path and not creds.data_path.startswith("file://") and creds.object_store() is None:
+        return  # a shared file system the driver does not reach
+    with _component(f"the data path {creds.data_path!r}", creds):  # S3: a listing error is named, secrets masked
+        hit = next((f.path for f in file_io(creds.data_path).list(creds.data_path) if f.path.endswith(".parquet")),
+                   None)
+    if hit is not None:
+        raise SetupError(
+            f"the catalog {creds.catalog_display!r} holds no DuckLake, and creating one there was refused: its "
+            f"data path {creds.data_path!r} already holds Parquet files (e.g. {hit}), most likely "
+            "another lake's. Point `catalog` at that lake's catalog, or `data_path` at an empty folder")
 
 
 def _make_local_dirs(creds: DuckLakeCredentials) -> None:

@@ -78,6 +78,14 @@ class FileIO(Protocol):
         """Move a file (a rename locally; copy and delete on S3, which has no rename)."""
         ...
 
+    def copy(self, source: str, target: str) -> None:
+        """Copy a file (a server-side copy on S3: the bytes do not pass through the driver).
+
+        Raises:
+            FileNotFoundError: no source file.
+        """
+        ...
+
     def delete(self, path: str) -> None:
         """Remove a file; a missing one is fine."""
         ...
@@ -132,6 +140,10 @@ class LocalFileIO:
     def move(self, source: str, target: str) -> None:
         os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
         os.replace(_local(source), _local(target))
+
+    def copy(self, source: str, target: str) -> None:
+        os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
+        shutil.copyfile(_local(source), _local(target))
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -209,6 +221,11 @@ class S3FileIO:
 
     def move(self, source: str, target: str) -> None:
         self._fs.move(_key(source), _key(target))
+
+    def copy(self, source: str, target: str) -> None:
+        if not self.exists(source):  # S3's CopyObject error would not say which file
+            raise FileNotFoundError(source)
+        self._fs.copy_file(_key(source), _key(target))
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
