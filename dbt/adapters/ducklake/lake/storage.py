@@ -3,9 +3,13 @@
 Everything the driver does with lake files (footers, delete files, small writes, moves of what Spark staged, removal
 of unreferenced files, listings) goes through `file_io(path)`, so the same code runs on a local disk and on S3.
 
-The object-store implementation is pyarrow's S3FileSystem: pyarrow is already a dependency (no new one), its
-files are Arrow NativeFiles that pq.ParquetFile / pq.write_table take directly, and reading a footer costs two
-ranged GETs (measured against moto on loopback: see README "Object storage").
+The object-store implementation is pyarrow's S3FileSystem rather than fsspec's s3fs: pyarrow is already a
+dependency (s3fs would add aiobotocore and its narrow botocore pins), its files are Arrow NativeFiles that
+pq.ParquetFile / pq.write_table take directly, and it was faster where the driver spends its time. Medians of 15 on
+moto's server over loopback, two runs on a loaded 2-core machine (pyarrow 26.0.1 vs s3fs 2026.9.0): a 6 MB file's
+footer read 37 / 59 ms vs 80 / 166 ms (one per file Spark writes); a server-side copy + move of it 339 / 325 ms vs
+410 / 645 ms (one per file Spark writes); a small Parquet write 32 / 40 ms vs 35 / 9 ms; a recursive listing of 50
+objects 40 / 127 ms vs 132 / 84 ms.
 
 Paths keep the spelling the catalog stores (s3://bucket/key, as DuckDB writes them); s3a:// (Spark's spelling) is
 accepted and means the same object.
