@@ -66,6 +66,34 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 .venv/bin/python -m pip install -q -c constraints.txt "$EXTRAS"
 
 
+step "Spark's S3 connector (hadoop-aws + AWS SDK bundle, for data paths on s3://; cached, offline once there)"
+# versions and cache directory come from the package itself (spark/s3a.py), so the adapter finds what this installs
+mapfile -t S3A < <(.venv/bin/python -m dbt.adapters.ducklake.spark.s3a coordinates)
+JARS_DIR=${S3A[0]}
+missing=()
+for coord in "${S3A[@]:1}"; do
+    IFS=: read -r _group artifact version <<<"$coord"
+    [ -f "$JARS_DIR/$artifact-$version.jar" ] || missing+=("$coord")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "cached in $JARS_DIR"
+else
+    if ! command -v mvn >/dev/null 2>&1; then
+        echo "no mvn on PATH: installing Debian's maven package"
+        { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven \
+            >/dev/null; } || echo "WARNING: could not install maven"
+    fi
+    mkdir -p "$JARS_DIR"
+    for coord in "${missing[@]}"; do
+        echo "fetching $coord from Maven Central"
+        if ! mvn -q -B dependency:copy -Dartifact="$coord" -DoutputDirectory="$JARS_DIR" >"$JARS_DIR/mvn.log" 2>&1; then
+            msg="could not fetch $coord (see $JARS_DIR/mvn.log): data paths on s3:// need it, or spark.jars.packages"
+            [ "$WITH_TESTS" -eq 1 ] && die "$msg"
+            echo "WARNING: $msg"
+        fi
+    done
+fi
+
 step "Spark driver class archive (faster JVM start for every dbt run; ~1 min once per JDK and Spark install)"
 # see dbt/adapters/ducklake/spark/class_archive.py; a failure here only means drivers start the slower way
 if .venv/bin/python -m dbt.adapters.ducklake.spark.class_archive build >.venv/class-archive.log 2>&1; then

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import postgres
+from tests.support import postgres, s3
 from tests.support.reference_lakes import build, reference_state
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
@@ -77,6 +77,14 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def file_catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Like `catalog_url` but only the file backends (DuckDB, SQLite)."""
     return _catalog_url(request.param, request, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s3.S3Server]:
+    """The session's local S3 (moto's server on 127.0.0.1, path-style); started on first use only."""
+    log = tmp_path_factory.mktemp("s3") / "moto.log"
+    with s3.moto_server(str(log)) as server:
+        yield server
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from .invocation import dbt_command
 from .lake.catalog.url import CatalogLocation, parse_catalog
+from .lake.storage import ObjectStoreConfig
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
 # a warm Spark driver on this machine that successive dbt commands share: local-server, local-server[N]
@@ -47,6 +48,17 @@ class DuckLakeCredentials(Credentials):
     # write-audit-publish: a `dbt build` (run, seed, snapshot) stages every node's changes and publishes them as ONE
     # snapshot at its end, only if no model failed and no error-severity test failed (README "Write-audit-publish")
     write_audit_publish: bool = False
+    # S3 (data_path s3://bucket/prefix/): without keys, the AWS default chain applies (environment, ~/.aws, instance
+    # profile) for Spark (s3a) and the driver alike. The secret and the session token are masked like `password`.
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: str | None = None
+    s3_session_token: str | None = None
+    s3_region: str | None = None
+    # host[:port] of an S3-compatible service (MinIO, ...), as DuckDB's ENDPOINT; default: AWS
+    s3_endpoint: str | None = None
+    # path (https://endpoint/bucket/key, what most S3-compatible services need) or vhost (AWS's default)
+    s3_url_style: str | None = None
+    s3_use_ssl: bool | None = None  # default: true
     schema: str = "main"  # type: ignore[assignment]
     database: str | None = None  # type: ignore[assignment]
 
@@ -87,6 +99,13 @@ class DuckLakeCredentials(Credentials):
                                   f"not {self.server_idle_timeout!r}")
         if not isinstance(self.spark_config, dict):
             raise DbtRuntimeError("ducklake profile: `spark_config` must be a mapping of Spark settings to values")
+        if self.s3_url_style not in (None, "path", "vhost"):
+            raise DbtRuntimeError(f"ducklake profile: `s3_url_style` must be path or vhost, not {self.s3_url_style!r}")
+        if bool(self.s3_access_key_id) != bool(self.s3_secret_access_key):
+            raise DbtRuntimeError("ducklake profile: `s3_access_key_id` and `s3_secret_access_key` go together "
+                                  "(give both, or neither for the AWS default credential chain)")
+        if self.data_path.startswith("s3a://"):  # stored as DuckDB writes it: the catalog holds s3:// paths
+            self.data_path = "s3://" + self.data_path[len("s3a://"):]
 
     @property
     def type(self) -> str:
@@ -98,6 +117,8 @@ class DuckLakeCredentials(Credentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         keys = ("catalog", "data_path", "schema", "master", "spark_config", "author")
+        if self.data_path.startswith("s3://"):  # the non-secret S3 keys (the key id identifies, it is no secret)
+            keys = (*keys, "s3_access_key_id", "s3_region", "s3_endpoint", "s3_url_style", "s3_use_ssl")
         return (*keys, "server_idle_timeout") if self.server_master else keys
 
     @property
@@ -118,12 +139,21 @@ class DuckLakeCredentials(Credentials):
             yield key, (self.catalog_display if key in ("catalog", "catalog_url") else value)
         if dbt_command() not in (None, "debug"):
             return
+        if self.object_store() is not None:  # Spark reaches S3 through hadoop-aws's s3a: is it there?
+            from .spark import s3a
+
+            yield "s3_connector", s3a.connector_status({str(k): str(v) for k, v in self.spark_config.items()})[1]
         if self.server_master:
             yield "spark_server", self.server_status()
         elif not self.master.startswith("sc://"):  # a driver JVM starts in the dbt process: with the class archive?
             from .spark import class_archive
 
-            yield "spark_class_archive", class_archive.status({str(k): str(v) for k, v in self.spark_config.items()})
+            conf = {str(k): str(v) for k, v in self.spark_config.items()}
+            if self.object_store() is not None:  # the connector's jars change the driver's class path
+                from .spark import s3a
+
+                conf = {**s3a.connector_conf(conf, self.master), **conf}
+            yield "spark_class_archive", class_archive.status(conf)
 
     def server_status(self) -> str:
         """The local server of this profile, as `dbt debug` shows it before connecting (starts nothing)."""
@@ -155,9 +185,18 @@ class DuckLakeCredentials(Credentials):
         shown = re.sub(r"(password=)\S+", r"\1***", shown)  # DuckDB's 'ducklake:postgres:… password=…' form
         return self.redact(shown)
 
+    def object_store(self) -> ObjectStoreConfig | None:
+        """The S3 settings of the profile when its data path is on S3 (s3:// or s3a://), else None."""
+        if not self.data_path.startswith(("s3://", "s3a://")):
+            return None
+        return ObjectStoreConfig(key_id=self.s3_access_key_id, secret=self.s3_secret_access_key,
+                                 session_token=self.s3_session_token, region=self.s3_region, endpoint=self.s3_endpoint,
+                                 url_style=self.s3_url_style, use_ssl=self.s3_use_ssl)
+
     def secrets(self) -> list[str]:
-        """The secret strings of this profile (the password, as given and as URLs spell it)."""
-        found = {self.password} if self.password else set()
+        """The secret strings of this profile (the password, as given and as URLs spell it; the S3 secret key and
+        session token)."""
+        found = {s for s in (self.password, self.s3_secret_access_key, self.s3_session_token) if s}
         try:
             url_password = parse_catalog(self.catalog).url.password
         except Exception:  # noqa: BLE001 - no parsable URL, no password in it

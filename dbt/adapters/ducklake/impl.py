@@ -300,6 +300,8 @@ class DuckLakeAdapter(SparkAdapter):
             raise DbtRuntimeError(f"Spark ({h.creds.master}) does not run queries: {e}") from e
         if rt.server is not None:
             logger.info(f"Spark: {rt.server.describe()}")
+        if h.creds.object_store() is not None:
+            _check_s3_connector(rt.spark, h.creds)
         path = h.creds.data_path
         if "://" not in path and not _can_write_in(_existing_ancestor(path)):
             raise DbtRuntimeError(f"the data path {path!r} does not work: it is not a writable folder, and none can be "
@@ -489,3 +491,23 @@ class DuckLakeAdapter(SparkAdapter):
     def ducklake_write_audit_publish(self) -> bool:
         """Whether this invocation stages everything for one publish at its end (write_audit_publish)."""
         return self._handle().build is not None
+
+
+def _check_s3_connector(spark: Any, creds: DuckLakeCredentials) -> None:
+    """Raise, saying what to add, when the running driver cannot load Hadoop's s3a file system (a data path on S3
+    would fail at its first write otherwise, with a ClassNotFoundException deep in a Spark stack trace)."""
+    from .spark import s3a
+    from .spark.session import is_classic, session_of
+
+    session = session_of(spark)
+    if not is_classic(session):  # a Spark Connect server: its own class path, not visible from here
+        return
+    try:
+        jsc = session.sparkContext._jsc
+        session._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", jsc.hadoopConfiguration())
+    except Exception:  # noqa: BLE001 - Py4J wraps the ClassNotFoundException / UnsupportedFileSystemException
+        said = s3a.connector_status({str(k): str(v) for k, v in creds.spark_config.items()})[1]
+        raise DbtRuntimeError(f"Spark cannot reach the data path {creds.data_path!r}: no {s3a.S3A_CLASS} on the "
+                              f"driver's class path. Run scripts/setup.sh (caches {s3a.HADOOP_AWS} and "
+                              f"{s3a.AWS_SDK_BUNDLE} in {s3a.jars_dir()}), or add {s3a.PACKAGES_HINT} to the profile"
+                              f"{'' if 'MISSING' in said else f' (found: {said})'}") from None

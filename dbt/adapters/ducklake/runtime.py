@@ -33,10 +33,19 @@ from .change_feed import Cursors
 from .invocation import dbt_command as _command
 from .lake.lake import DuckLake
 from .lake.paths import to_local
-from .spark import local_server
+from .lake.storage import ObjectStoreConfig, configure_object_store, file_io
+from .spark import local_server, s3a
 from .spark.local_server import LocalServer
 from .spark.names import LakeNames
-from .spark.session import LazySession, build_session, cancel_all, connect_session, gateway_session, leave_gateway
+from .spark.session import (
+    LazySession,
+    build_session,
+    cancel_all,
+    connect_session,
+    gateway_session,
+    leave_gateway,
+    set_hadoop_conf,
+)
 
 if TYPE_CHECKING:
     from .credentials import DuckLakeCredentials
@@ -109,6 +118,9 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             rt = None  # dbt debug found no lake: look again (a later command of this process may create it)
         if rt is None:
             _quiet_spark_logs()
+            store = creds.object_store()
+            if store is not None:  # the driver's own file work on S3 (footers, moves, deletes) uses the profile's
+                configure_object_store(store)
             with _component(f"the catalog {creds.catalog_display!r}", creds):
                 lake = _open_lake(creds)
             server = None
@@ -217,16 +229,16 @@ def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
 def _refuse_foreign_files(creds: DuckLakeCredentials) -> None:
     """A new lake never gets a data path that already holds Parquet files: they would be another lake's (a typo in
     `catalog` would otherwise make a second catalog whose orphan deletion sees all of them as orphans)."""
-    if "://" in creds.data_path and not creds.data_path.startswith("file://"):
-        return
-    root = to_local(creds.data_path)
-    for d, _dirs, names in os.walk(root):
-        hit = next((n for n in names if n.endswith(".parquet")), None)
-        if hit is not None:
-            raise SetupError(
-                f"the catalog {creds.catalog_display!r} holds no DuckLake, and creating one there was refused: its "
-                f"data path {creds.data_path!r} already holds Parquet files (e.g. {os.path.join(d, hit)}), most likely "
-                "another lake's. Point `catalog` at that lake's catalog, or `data_path` at an empty folder")
+    if "://" in creds.data_path and not creds.data_path.startswith("file://") and creds.object_store() is None:
+        return  # a shared file system the driver does not reach
+    with _component(f"the data path {creds.data_path!r}", creds):  # S3: a listing error is named, secrets masked
+        hit = next((f.path for f in file_io(creds.data_path).list(creds.data_path) if f.path.endswith(".parquet")),
+                   None)
+    if hit is not None:
+        raise SetupError(
+            f"the catalog {creds.catalog_display!r} holds no DuckLake, and creating one there was refused: its "
+            f"data path {creds.data_path!r} already holds Parquet files (e.g. {hit}), most likely "
+            "another lake's. Point `catalog` at that lake's catalog, or `data_path` at an empty folder")
 
 
 def _make_local_dirs(creds: DuckLakeCredentials) -> None:
@@ -251,10 +263,28 @@ def spark_log_file() -> str:
 
 
 def spark_conf(creds: DuckLakeCredentials) -> dict[str, str]:
-    """The Spark settings of a profile: the adapter's defaults, then the profile's `spark_config`."""
+    """The Spark settings of a profile: the adapter's defaults, the S3 connector's (for a data path on S3: its jars,
+    endpoint, URL style and key id; the secret key is set apart, `_s3_secrets`), then the profile's `spark_config`."""
     # ANSI off as dbt-spark sets it: its macros (and users' Spark SQL) expect Spark's classic casts
-    return {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
-            "spark.sql.shuffle.partitions": "8", **creds.spark_config}
+    conf = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
+            "spark.sql.shuffle.partitions": "8"}
+    store = creds.object_store()
+    if store is not None:
+        conf.update(s3a.split_secrets(_s3a_settings(store))[0])
+        conf.update(s3a.connector_conf(creds.spark_config, creds.master))
+    return {**conf, **creds.spark_config}
+
+
+def _s3a_settings(store: ObjectStoreConfig) -> dict[str, str]:
+    return s3a.hadoop_conf(key_id=store.key_id, secret=store.secret, session_token=store.session_token,
+                           region=store.region, endpoint=store.endpoint, url_style=store.url_style,
+                           use_ssl=store.use_ssl)
+
+
+def _s3_secrets(creds: DuckLakeCredentials) -> dict[str, str]:
+    """The S3 secret key and session token as Hadoop settings (set on the running context, never in SparkConf)."""
+    store = creds.object_store()
+    return {} if store is None else s3a.split_secrets(_s3a_settings(store))[1]
 
 
 def server_dir(creds: DuckLakeCredentials) -> str:
@@ -283,7 +313,9 @@ def _spark(creds: DuckLakeCredentials, server: LocalServer | None = None) -> tup
     attached again) or on the server attached now."""
     conf = spark_conf(creds)
     if creds.master.startswith("sc://"):
-        return connect_session(creds.master, conf), None
+        spark = connect_session(creds.master, conf)
+        set_hadoop_conf(spark, _s3_secrets(creds))  # refused with a message when there are keys to hand over
+        return spark, None
     if creds.server_master is not None:
         server = server or _attach_server(creds)
         try:
@@ -294,9 +326,11 @@ def _spark(creds: DuckLakeCredentials, server: LocalServer | None = None) -> tup
             local_server.stop(server.directory)
             server = _attach_server(creds)
             spark = gateway_session(server.port, server.token, conf)
+        set_hadoop_conf(spark, _s3_secrets(creds))
         atexit.register(_leave_server, spark, server.directory)
         return spark, server
     spark = build_session(creds.master, "dbt-ducklake", conf, log_file=spark_log_file())
+    set_hadoop_conf(spark, _s3_secrets(creds))
     spark.sparkContext.setLogLevel("FATAL")  # dbt reports failed statements itself; Spark would log each one twice
     return spark, None
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import time
 import uuid
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+
+from .storage import FileIO, LocalFileIO, file_io
+
+__all__ = ["FileIO", "LocalFileIO", "file_io"]  # the seam lives in storage.py; these names stay importable here
 
 if TYPE_CHECKING:
     from .records import SchemaInfo, TableInfo
@@ -71,43 +74,6 @@ def delete_file_name(deletion_vector: bool = False) -> str:
     return f"ducklake-{uuid7()}-delete.{'puffin' if deletion_vector else 'parquet'}"
 
 
-class FileIO(Protocol):
-    """Where the layer reads and writes lake files (the driver side: footers, delete files, cleanup)."""
-
-    def exists(self, path: str) -> bool: ...
-
-    def size(self, path: str) -> int: ...
-
-    def open_input(self, path: str) -> object: ...
-
-    def makedirs(self, path: str) -> None: ...
-
-    def delete(self, path: str) -> None: ...
-
-
-class LocalFileIO:
-    """FileIO for local paths and file:// URIs."""
-
-    def exists(self, path: str) -> bool:
-        return os.path.exists(to_local(path))
-
-    def size(self, path: str) -> int:
-        return os.path.getsize(to_local(path))
-
-    def open_input(self, path: str) -> object:
-        return open(to_local(path), "rb")  # noqa: SIM115 - the caller owns the handle
-
-    def makedirs(self, path: str) -> None:
-        os.makedirs(to_local(path), exist_ok=True)
-
-    def delete(self, path: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(to_local(path))
-
-    def local_path(self, path: str) -> str:
-        return to_local(path)
-
-
 def table_directory(data_path: str, schema: SchemaInfo, table: TableInfo) -> str:
     """A table's directory: data_path + schema path + table path (each joined when relative)."""
     base = join_path(data_path, schema.path) if schema.path_is_relative else schema.path
@@ -118,20 +84,14 @@ def table_directory(data_path: str, schema: SchemaInfo, table: TableInfo) -> str
 
 def discard_files(paths: Iterable[str], root: str | None = None) -> None:
     """Remove written files that no commit references (missing ones are fine), and the directories below root that
-    this leaves empty (a table's partition directories)."""
-    top = os.path.abspath(to_local(root)) if root is not None else None
-    dirs = set()
+    this leaves empty (a table's partition directories; an object store has none to remove)."""
+    dirs: dict[int, tuple[FileIO, set[str]]] = {}
     for path in paths:
-        local = os.path.abspath(to_local(path))
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(local)
-        dirs.add(os.path.dirname(local))
-    if top is None:
+        fio = file_io(path)
+        fio.delete(path)
+        dirs.setdefault(id(fio), (fio, set()))[1].add(path.rsplit("/", 1)[0] if "://" in path
+                                                        else os.path.dirname(os.path.abspath(to_local(path))))
+    if root is None:
         return
-    for d in sorted(dirs, key=len, reverse=True):
-        while d.startswith(top + os.sep):
-            try:
-                os.rmdir(d)  # only if empty
-            except OSError:
-                break
-            d = os.path.dirname(d)
+    for fio, found in dirs.values():
+        fio.prune_empty_dirs(found, root)

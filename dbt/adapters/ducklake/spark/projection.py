@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..lake.paths import to_local
 from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, NameMapping
+from ..lake.storage import parquet_source
 from ..lake.types import parse_value
 from .sql_literals import ident, literal, string_literal
 from .type_readings import VARYING, encoding_kind, project
@@ -26,7 +26,8 @@ _FID = b"PARQUET:field_id"
 @functools.lru_cache(maxsize=20000)
 def physical_schema(path: str, size: int) -> pa.Schema:
     # data files never change once written: a footer read per (path, size) is enough
-    return pq.read_schema(to_local(path))
+    with parquet_source(path) as source:
+        return pq.read_schema(source)
 
 
 @dataclass(frozen=True)

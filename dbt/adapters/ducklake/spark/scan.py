@@ -30,7 +30,7 @@ from ..lake.read.inlined import read_inlined
 from ..lake.read.pruning import Predicate
 from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
 from ..lake.records import Column, DataFile, TableInfo
-from . import first_read, manifest, remote_readable
+from . import first_read, manifest, remote_readable, s3a
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
@@ -55,9 +55,9 @@ USE_MANIFESTS = True
 
 
 def file_uri(path: str) -> str:
-    """A path as Spark's Parquet source wants it."""
+    """A path as Spark's Parquet source wants it (s3://, the catalog's spelling, is s3a:// to Spark)."""
     if "://" in path:
-        return path
+        return s3a.to_spark(path)
     return "file://" + path
 
 

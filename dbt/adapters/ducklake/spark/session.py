@@ -49,6 +49,9 @@ DEFAULT_CONF: dict[str, str] = {
 
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# settings spark-submit applies when it launches the driver JVM (its class path, packages resolved then)
+LAUNCH_KEYS = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.jars.repositories",
+               "spark.jars.ivy", "spark.jars.excludes")
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-ducklake.properties")
 
 
@@ -131,6 +134,9 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dducklake.spark.log={log_file}"
     spark_conf = SparkConf(loadDefaults=True).set(JAVA_OPTIONS, _joined(conf.get(JAVA_OPTIONS), options))
+    for key in LAUNCH_KEYS:  # what only spark-submit acts on: set later, they would not reach the driver's class path
+        if conf.get(key):
+            spark_conf.set(key, str(conf[key]))
     proc, port, secret = _launch_driver(spark_conf, log_file)
     gateway = _join_gateway(port, secret, spark_conf)
     gateway.proc = proc  # its stdin pipe: the driver exits when this process ends (EOF)
@@ -253,6 +259,23 @@ def connect_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSes
     _check_required(conf or {})
     _apply_runtime_conf(spark, conf or {})
     return spark
+
+
+def set_hadoop_conf(spark: SparkSession, settings: Mapping[str, str]) -> None:
+    """Hadoop settings (spark.hadoop.* keys) on a running classic session's context, where jobs read them but
+    SparkConf (printed, and shipped to every job) never holds them; on Spark Connect, the session's runtime conf.
+
+    Raises:
+        ValueError: a Spark Connect session, which can only take them from the server's own configuration.
+    """
+    if not settings:
+        return
+    if not is_classic(spark):
+        raise ValueError("secret Hadoop settings (S3 keys) cannot be handed to a Spark Connect server from the client: "
+                         "configure them on the server, or use the AWS default credential chain there")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    for key, value in settings.items():
+        hadoop.set(key[len("spark.hadoop."):] if key.startswith("spark.hadoop.") else key, str(value))
 
 
 def _apply_runtime_conf(spark: SparkSession, conf: Mapping[str, str]) -> None:

@@ -10,7 +10,6 @@ delete file) plus the staged files.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections import defaultdict
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 
 from ..lake.catalog.state import ci_lookup
 from ..lake.errors import NoSuchTableError
+from ..lake.paths import file_io, join_path
 from ..lake.records import TableInfo
 from ..lake.write.datafiles import DataFileSpec
 from .manifest import FILE, POS, RID
@@ -99,6 +99,7 @@ def _deleted_source(work: LakeWork, positions: dict[int, set[int]], row_ids: set
         ps.extend(sorted(pos))
     fs.extend([-1] * len(row_ids))
     ps.extend(sorted(row_ids))
-    path = os.path.join(work.scratch_dir(), f"deleted-{uuid.uuid4().hex}.parquet")
-    pq.write_table(pa.table({"f": pa.array(fs, pa.int64()), "p": pa.array(ps, pa.int64())}), path)
+    path = join_path(work.scratch_dir(), f"deleted-{uuid.uuid4().hex}.parquet")
+    with file_io(path).open_output(path) as out:
+        pq.write_table(pa.table({"f": pa.array(fs, pa.int64()), "p": pa.array(ps, pa.int64())}), out)
     return file_uri(path)

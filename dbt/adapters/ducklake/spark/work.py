@@ -10,7 +10,6 @@ back on an exception.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -24,7 +23,7 @@ from sqlglot.errors import ParseError
 from ..lake.catalog.state import LakeState, ci_lookup
 from ..lake.errors import NoSuchColumnError, NoSuchTableError
 from ..lake.lake import DuckLake
-from ..lake.paths import discard_files, to_local
+from ..lake.paths import discard_files, file_io, join_path
 from ..lake.records import Column, Snapshot, TableInfo
 from ..lake.write.clone import CloneUnsupportedError
 from ..lake.write.faults import fault_point
@@ -96,15 +95,13 @@ class LakeWork:
         if self._scratch is None:
             from .staged_reads import SCRATCH_PREFIX
 
-            self._scratch = os.path.join(to_local(self.lake.data_path), f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}")
-            os.makedirs(self._scratch, exist_ok=True)
+            # a prefix on S3 (made by its first file), a directory locally
+            self._scratch = join_path(self.lake.data_path, f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}")
         return self._scratch
 
     def _drop_scratch(self) -> None:
         if self._scratch is not None:
-            import shutil
-
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            file_io(self._scratch).delete_dir(self._scratch)
             self._scratch = None
 
     # DDL -------------------------------------------------------------------------------------------------------
@@ -400,8 +397,11 @@ class LakeWork:
         unstaged them, so no commit will reference them."""
         files = self.tx.take_unreferenced_files()
         if files:
-            dirs = {os.path.dirname(os.path.abspath(to_local(f.path))) for f in files}
-            discard_files([f.path for f in files], os.path.dirname(os.path.commonpath(sorted(dirs))))
+            dirs = sorted(f.path.rsplit("/", 1)[0] for f in files)
+            common = dirs[0]
+            while not all(d == common or d.startswith(common + "/") for d in dirs):
+                common = common.rsplit("/", 1)[0]
+            discard_files([f.path for f in files], common.rsplit("/", 1)[0])
 
     def rollback(self) -> None:
         """Discard everything staged, and the files written for it."""

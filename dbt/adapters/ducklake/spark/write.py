@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
@@ -36,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake.errors import InvalidDataFileError, UnsupportedTypeError
-from ..lake.paths import as_dir, data_file_name, discard_files, join_path, to_local, uuid7
+from ..lake.paths import as_dir, data_file_name, discard_files, file_io, join_path, to_local, uuid7
 from ..lake.read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
@@ -44,6 +43,7 @@ from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.write.faults import fault_point
 from ..lake.write.partitioning import validate_transform
 from ..lake.write.writer import NULL_PARTITION_DIR, write_data_files
+from . import s3a
 from .local_write import write_local
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
@@ -99,9 +99,9 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             is not on a file system the driver can reach.
     """
     _check_session(spark)
-    if "://" in table_dir and not table_dir.startswith("file://"):
+    if "://" in table_dir and not table_dir.startswith("file://") and not s3a.is_object_store(table_dir):
         raise ValueError(f"the Spark writer needs the table directory on a file system the driver can list and move "
-                         f"files in (a local or shared path); got {table_dir!r}")
+                         f"files in (a local or shared path, or s3://); got {table_dir!r}")
     conformed = conform(df, table, keep=row_ids)
     if row_ids is None:
         local = write_local(spark, conformed, table, table_dir, bounded=bounded)
@@ -110,7 +110,6 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             return local
     keys = _partition_keys(table, conformed)
     staging = join_path(as_dir(table_dir), f"ducklake-write-{uuid7()}")
-    local_staging = to_local(staging)
     moved: list[DataFileSpec] = []
     try:
         out = conformed
@@ -126,7 +125,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         writer.parquet(_uri(staging))
         fault_point("spark_write")
         by = "name" if any(_has_list_or_map(c) for c in table.columns) else "field_id"
-        for path, key_texts in _written_files(local_staging, [k.name for k in keys]):
+        for path, key_texts in _written_files(staging, [k.name for k in keys]):
             spec = _describe(path, table, keys, key_texts, by)
             if spec is None:
                 continue
@@ -135,7 +134,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         discard_files([f.path for f in moved], table_dir)
         raise
     finally:
-        shutil.rmtree(local_staging, ignore_errors=True)
+        file_io(staging).delete_dir(staging)
     return moved
 
 
@@ -502,23 +501,27 @@ _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
 def _written_files(staging: str, key_names: list[str]) -> list[tuple[str, list[str | None]]]:
-    """The data files Spark wrote under staging, each with its partition keys' texts (None = NULL)."""
+    """The data files Spark wrote under staging, each with its partition keys' texts (None = NULL).
+
+    Listed through the storage seam (one recursive listing on S3); paths come back as the seam spells them."""
     found = []
-    for root, _dirs, names in os.walk(staging):
-        rel = os.path.relpath(root, staging)
-        parts = [] if rel == "." else rel.split(os.sep)
-        for fname in names:
-            if fname.startswith(("_", ".")) or not fname.endswith(".parquet"):
-                continue
-            if len(parts) != len(key_names):
-                raise InvalidDataFileError(f"unexpected file {os.path.join(root, fname)} in a Spark write")
-            texts: list[str | None] = []
-            for part, key in zip(parts, key_names, strict=True):
-                k, _, v = part.partition("=")
-                if k != key:
-                    raise InvalidDataFileError(f"unexpected directory {part!r} in a Spark write (key {key!r})")
-                texts.append(None if v == NULL_PARTITION_DIR else _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), v))
-            found.append((os.path.join(root, fname), texts))
+    base = as_dir(staging if "://" in staging and not staging.startswith("file://") else to_local(staging))
+    fio = file_io(staging)
+    for info in fio.list(staging):
+        path = info.path
+        rel = path[len(base):] if path.startswith(base) else os.path.relpath(path, base)
+        *parts, fname = rel.split("/")
+        if fname.startswith(("_", ".")) or not fname.endswith(".parquet"):
+            continue
+        if len(parts) != len(key_names):
+            raise InvalidDataFileError(f"unexpected file {path} in a Spark write")
+        texts: list[str | None] = []
+        for part, key in zip(parts, key_names, strict=True):
+            k, _, v = part.partition("=")
+            if k != key:
+                raise InvalidDataFileError(f"unexpected directory {part!r} in a Spark write (key {key!r})")
+            texts.append(None if v == NULL_PARTITION_DIR else _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), v))
+        found.append((path, texts))
     return sorted(found)
 
 
@@ -526,11 +529,12 @@ def _single_value(path: str, column: str) -> object:
     """The value of a column that holds one non-NULL value in every row of the file (an identity partition key)."""
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(to_local(path))
-    for rg in range(pf.num_row_groups):
-        values = pf.read_row_group(rg, columns=[column]).column(0)
-        if len(values) and values[0].is_valid:
-            return values[0].as_py()
+    with file_io(path).open_input(path) as source:
+        pf = pq.ParquetFile(source)
+        for rg in range(pf.num_row_groups):
+            values = pf.read_row_group(rg, columns=[column]).column(0)
+            if len(values) and values[0].is_valid:
+                return values[0].as_py()
     raise InvalidDataFileError(f"{path}: column {column!r} holds no value, yet its partition key is not NULL")
 
 
@@ -541,7 +545,7 @@ def _describe(path: str, table: TableInfo, keys: list[_Key], texts: list[str | N
     footer = read_footer(path)
     spec = describe_parquet(path, table.columns, partition_values=values, by=by, footer=footer)
     if spec.record_count == 0:
-        os.remove(path)
+        file_io(path).delete(path)
         return None
     return _known_nans(spec, footer.metadata.created_by, table)
 
@@ -572,13 +576,12 @@ def _move(spec: DataFileSpec, table: TableInfo, keys: list[_Key], table_dir: str
         parts.append(f"{quote(label, safe='')}={text}")
     directory = join_path(as_dir(table_dir), "/".join(parts)) if parts else table_dir
     target = join_path(directory, data_file_name())
-    os.makedirs(to_local(directory), exist_ok=True)
-    os.replace(to_local(spec.path), to_local(target))
+    file_io(target).move(spec.path, target)  # a rename locally; copy and delete on S3
     return dataclasses.replace(spec, path=target)
 
 
 def _uri(path: str) -> str:
     """A path as a URI for Spark (a plain path would resolve against the cluster's default file system)."""
     if "://" in path:
-        return path
+        return s3a.to_spark(path)  # s3:// (the catalog's spelling) is s3a:// to Spark
     return "file://" + os.path.abspath(path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from sqlalchemy.engine import Connection
 from ..catalog.database import CatalogDB
 from ..catalog.state import id_list, list_snapshots
 from ..errors import DuckLakeError
-from ..paths import LocalFileIO, join_path, to_local
+from ..paths import file_io, join_path, to_local
 from ..records import Snapshot
 from ..write import file_rows
 from .compaction import flush_inlined_data, merge_adjacent_files
@@ -186,9 +185,8 @@ def cleanup_old_files(
                   for fid, path, rel, start in rows
                   if cutoff is None or db.dialect.read_timestamp(start) < cutoff]
         if chosen and not dry_run:
-            fileio = LocalFileIO()
             for _, path in chosen:
-                fileio.delete(path)
+                file_io(path).delete(path)
             db.execute(conn, f"DELETE FROM {{p}}ducklake_files_scheduled_for_deletion "
                              f"WHERE data_file_id IN ({id_list(f for f, _ in chosen)})")
     return [p for _, p in chosen]
@@ -221,33 +219,40 @@ def delete_orphaned_files(
     """
     cutoff = _cutoff(lake, older_than, all, "delete_orphaned_files")
     db = lake.db
-    root = os.path.normpath(to_local(lake.data_path))
-    with db.read() as conn:
-        known = {os.path.normpath(to_local(p)) for p in _known_files(db, conn, lake.data_path)}
-        table_dirs = {os.path.normpath(to_local(d)) for d in _table_dirs(db, conn, lake.data_path).values()}
+    fio = file_io(lake.data_path)
+    # one spelling for listed and catalogued paths: normalised local paths, or s3:// URIs
+    local = "://" not in lake.data_path or lake.data_path.startswith("file://")
 
-    def old(path: str) -> bool:
-        return cutoff is None or dt.datetime.fromtimestamp(os.path.getmtime(path), dt.timezone.utc) < cutoff
+    def norm(path: str) -> str:
+        if local:
+            return os.path.normpath(to_local(path))
+        return "s3://" + path[len("s3a://"):] if path.startswith("s3a://") else path.rstrip("/")
+
+    root = norm(lake.data_path)
+    with db.read() as conn:
+        known = {norm(p) for p in _known_files(db, conn, lake.data_path)}
+        table_dirs = {norm(d) for d in _table_dirs(db, conn, lake.data_path).values()}
 
     def in_table_dir(path: str) -> bool:
-        return any(path == d or path.startswith(d + os.sep) for d in table_dirs)
+        return any(path == d or path.startswith(d + "/") for d in table_dirs)
 
-    found, staging, foreign = [], [], []
-    for d, dirs, names in os.walk(root):
-        if os.path.relpath(d, root).split(os.sep)[0] == SPARK_MANIFESTS:
-            dirs[:] = []
+    found, foreign = [], []
+    staging: dict[str, dt.datetime] = {}  # a killed writer's staging directory -> its newest file's time
+    for info in fio.list(lake.data_path):  # one recursive listing (S3: no directories to walk)
+        path = norm(info.path)
+        parts = path[len(root) + 1:].split("/")
+        if parts[0] == SPARK_MANIFESTS:
             continue
-        for sub in list(dirs):
-            if sub.startswith(STAGING_PREFIX) and in_table_dir(os.path.join(d, sub)):
-                full = os.path.join(d, sub)
-                if old(full):
-                    staging.append(full)
-                dirs.remove(sub)
-        for name in names:
-            path = os.path.normpath(os.path.join(d, name))
-            if not name.endswith(".parquet") or path in known or not old(path):
+        at = next((i for i, part in enumerate(parts[:-1]) if part.startswith(STAGING_PREFIX)), None)
+        if at is not None:
+            directory = "/".join([root, *parts[:at + 1]])
+            if in_table_dir(directory):
+                staging[directory] = max(staging.get(directory, info.modified), info.modified)
                 continue
-            (found if in_table_dir(path) else foreign).append(path)
+        if not path.endswith(".parquet") or path in known or not (cutoff is None or info.modified < cutoff):
+            continue
+        (found if in_table_dir(path) else foreign).append(path)
+    old_staging = [d for d, modified in staging.items() if cutoff is None or modified < cutoff]
     if foreign and not force:
         shown = ", ".join(sorted(foreign)[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise ForeignFilesError(
@@ -257,10 +262,10 @@ def delete_orphaned_files(
     found += foreign
     if not dry_run:
         for path in found:
-            LocalFileIO().delete(path)
-        for path in staging:
-            shutil.rmtree(path, ignore_errors=True)
-    return sorted(found) + sorted(staging)
+            fio.delete(path)
+        for path in old_staging:
+            fio.delete_dir(path)
+    return sorted(found) + sorted(old_staging)
 
 
 def _known_files(db: CatalogDB, conn: Connection, data_path: str) -> list[str]:

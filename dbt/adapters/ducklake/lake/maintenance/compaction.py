@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from ..catalog.state import LakeState, load_state
 from ..errors import CommitConflictError
-from ..paths import delete_file_name, join_path, to_local
+from ..paths import delete_file_name, join_path
 from ..read.deletes import (
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
@@ -28,6 +28,7 @@ from ..read.deletes import (
 from ..read.inlined import read_inlined
 from ..read.scan import FileScanTask, read_file
 from ..records import Column, DataFile, DeleteFile, TableInfo
+from ..storage import parquet_source
 from ..write import file_rows
 from ..write.builder import CatalogBuilder
 from ..write.conflicts import parse_changes
@@ -252,9 +253,11 @@ def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Se
         task = FileScanTask(f, (), None, mappings.get(f.mapping_id) if f.mapping_id is not None else None)
         part = read_file(task, table_v.columns, with_rowid=True)
         parts.append(part)
-        names = pq.read_schema(to_local(f.path)).names
+        with parquet_source(f.path) as source:
+            names = pq.read_schema(source).names
         if SNAPSHOT_COLUMN in names:
-            snaps.append(pq.read_table(to_local(f.path), columns=[SNAPSHOT_COLUMN]).column(0).cast(pa.int64()))
+            with parquet_source(f.path) as source:
+                snaps.append(pq.read_table(source, columns=[SNAPSHOT_COLUMN]).column(0).cast(pa.int64()))
         else:
             snaps.append(pa.chunked_array([pa.array([f.begin_snapshot] * part.num_rows, pa.int64())]))
         # explicit row ids (UPDATE post-images, earlier merges) are never recomputable from row_id_start

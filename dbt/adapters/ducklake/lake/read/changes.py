@@ -162,9 +162,10 @@ def _row_snapshots(f: DataFile, n: int) -> pa.Array:
         return pa.array([f.begin_snapshot] * n, pa.int64())
     import pyarrow.parquet as pq
 
-    from ..paths import to_local
+    from ..storage import parquet_source
 
-    col = pq.read_table(to_local(f.path), columns=[SNAPSHOT_COLUMN]).column(0)
+    with parquet_source(f.path) as source:
+        col = pq.read_table(source, columns=[SNAPSHOT_COLUMN]).column(0)
     return col.combine_chunks().cast(pa.int64())
 
 

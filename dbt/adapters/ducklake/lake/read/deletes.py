@@ -10,7 +10,6 @@ It holds no per-position snapshot: every position counts from the delete file's 
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from collections.abc import Iterable
@@ -21,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from ..paths import to_local
+from ..paths import is_local, to_local
+from ..storage import file_io
 
 FILE_PATH_FIELD_ID = 2147483646
 POS_FIELD_ID = 2147483645
@@ -57,7 +57,7 @@ def read_deletion_vector(path: str) -> np.ndarray:
     Raises:
         DeleteFileFormatError: not a deletion vector blob, a bad checksum, or a Puffin file of several blobs.
     """
-    with open(to_local(path), "rb") as fh:
+    with file_io(path).open_input(path) as fh:
         raw = fh.read()
     if raw[:4] == PUFFIN_MAGIC:
         raise DeleteFileFormatError(f"{path} is a Puffin file of several blobs (DuckLake 1.1): this version reads "
@@ -77,10 +77,8 @@ def write_deletion_vector(path: str, positions: Iterable[int]) -> int:
     # no run containers: DuckDB writes (and its reader expects) array and bitmap containers only
     body = DV_MAGIC + BitMap64(values.tolist(), optimize=False).serialize()
     blob = struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
-    local = to_local(path)
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    with open(local, "wb") as fh:
-        fh.write(blob)
+    with file_io(path).open_output(path) as out:
+        out.write(blob)
     return len(blob)
 
 
@@ -93,9 +91,15 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     if is_deletion_vector(path):
         pos = read_deletion_vector(path)
         return pa.array(pos, pa.int64()), pa.array(np.full(pos.size, begin_snapshot, dtype=np.int64), pa.int64())
-    f = pq.ParquetFile(to_local(path), pre_buffer=False)
-    names = f.schema_arrow.names
-    table = f.read(columns=names[1:3], use_threads=False)
+    if is_local(path):
+        f = pq.ParquetFile(to_local(path), pre_buffer=False)
+        names = f.schema_arrow.names
+        table = f.read(columns=names[1:3], use_threads=False)
+    else:
+        with file_io(path).open_input(path) as source:
+            f = pq.ParquetFile(source, pre_buffer=False)
+            names = f.schema_arrow.names
+            table = f.read(columns=names[1:3], use_threads=False)
     pos = table.column(0).combine_chunks().cast(pa.int64())
     if table.num_columns >= 2:
         return pos, table.column(1).combine_chunks().cast(pa.int64())
@@ -105,8 +109,12 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
 def is_deletion_vector(path: str) -> bool:
     """Whether a delete file is a deletion vector (by its first bytes, whatever its name: Parquet starts with
     PAR1; a deletion vector with its length, then the magic)."""
-    with open(to_local(path), "rb") as fh:
-        head = fh.read(8)
+    if is_local(path):
+        with open(to_local(path), "rb") as fh:
+            head = fh.read(8)
+    else:
+        with file_io(path).open_input(path) as fh:
+            head = fh.read_at(8, 0) if fh.size() >= 8 else b""
     return head[4:8] == DV_MAGIC or head[:4] == PUFFIN_MAGIC
 
 
@@ -149,17 +157,17 @@ def write_delete_file(path: str, data_file_path: str, deletes: DeletePositions, 
         fields.append(_field(SNAPSHOT_COLUMN, pa.int64(), SNAPSHOT_FIELD_ID))
         arrays.append(pa.array(deletes.snapshots, pa.int64()))
     table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-    local = to_local(path)
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    pq.write_table(table, local, compression="snappy")
-    return os.path.getsize(local), footer_size(local)
+    fio = file_io(path)
+    with fio.open_output(path) as out:
+        pq.write_table(table, out, compression="snappy")
+    return fio.size(path), footer_size(path)
 
 
 def footer_size(path: str) -> int:
     """The Parquet footer length: the little-endian int32 before the trailing 'PAR1'."""
-    with open(to_local(path), "rb") as fh:
-        fh.seek(-8, os.SEEK_END)
-        tail = fh.read(8)
+    with file_io(path).open_input(path) as fh:
+        size = fh.size()
+        tail = fh.read_at(8, size - 8) if size >= 8 else b""
     if tail[4:] != b"PAR1":
         raise ValueError(f"{path} is not a Parquet file (no PAR1 magic at the end)")
     return int.from_bytes(tail[:4], "little")

@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..catalog.state import LakeState
-from ..paths import to_local
 from ..records import Column, DataFile, NameMapping, TableInfo
+from ..storage import parquet_source
 from ..types import parse_value
 from .arrow_types import cast_to, plain_type
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_arrays
@@ -146,7 +146,8 @@ def read_data_file(path: str, columns: Sequence[Column], *, deleted_positions: S
     columns; promoted types), without the deleted positions and the rows beyond max_snapshot; with a rowid column
     first when row_id_start is given."""
     # one ParquetFile read: pq.read_table's dataset set-up costs several times a small file's read
-    raw = pq.ParquetFile(to_local(path), pre_buffer=False).read()
+    with parquet_source(path) as source:
+        raw = pq.ParquetFile(source, pre_buffer=False).read()
     n = raw.num_rows
     keep = np.ones(n, dtype=bool)
     if len(deleted_positions):

@@ -37,6 +37,7 @@ from ..read.deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, w
 from ..read.inlined import read_inlined
 from ..read.scan import deleted_positions
 from ..records import ColumnStats, DataFile, TableInfo
+from ..storage import file_io, is_object_store, parquet_source
 from . import catalog_rows, file_rows
 from .builder import CatalogBuilder
 from .operations import Operation, bound_table
@@ -121,7 +122,8 @@ class CloneData(Operation):
             rowids = self.inlined.column("rowid")
             for spec in write_data_files(self.source, table_dir, self.inlined.drop_columns(["rowid"]), row_ids=rowids):
                 b.written_files.append(spec.path)
-                ids = pq.read_table(to_local(spec.path), columns=["_ducklake_internal_row_id"]).column(0)
+                with parquet_source(spec.path) as pfile:
+                    ids = pq.read_table(pfile, columns=["_ducklake_internal_row_id"]).column(0)
                 first = pc.min(ids).as_py()
                 row = DataFile(0, info.table_id, spec.path, "", True, spec.record_count, spec.file_size_bytes,
                                spec.footer_size, first, b.snapshot_id, partition_values=spec.partition_values,
@@ -145,7 +147,17 @@ class CloneData(Operation):
                         info.schema_name, info.name, self.copied, self.linked)
 
     def _place(self, source: str, target: str, b: CatalogBuilder) -> None:
-        """The source file under the clone's name: a hard link, else (or in file_copy mode) a copy of its bytes."""
+        """The source file under the clone's name: a hard link, else (or in file_copy mode, or on an object store) a
+        copy of its bytes."""
+        if is_object_store(source) or is_object_store(target):
+            try:
+                file_io(target).copy(source, target)
+            except FileNotFoundError as e:
+                raise DuckLakeError(f"{source} of the clone's source is gone (another writer cleaned it up after "
+                                    "the snapshot was read): clone again") from e
+            b.written_files.append(target)
+            self.copied += 1
+            return
         local = to_local(target)
         os.makedirs(os.path.dirname(local), exist_ok=True)
         if self.mode == HARD_LINK:
@@ -234,7 +246,8 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
         positions = set(deleted_positions(f, s))
         if f.partial_max is not None and f.partial_max > s:
             # rows added to this (merged or flushed) file after S: deleted in the clone
-            added = pq.read_table(to_local(f.path), columns=[SNAPSHOT_COLUMN]).column(0).to_pylist()
+            with parquet_source(f.path) as pfile:
+                added = pq.read_table(pfile, columns=[SNAPSHOT_COLUMN]).column(0).to_pylist()
             positions.update(p for p, snap in enumerate(added) if snap is not None and snap > s)
         if len(positions) >= f.record_count:
             continue
@@ -255,7 +268,8 @@ def _deletes(f: DataFile, positions: tuple[int, ...]) -> ClonedDelete | None:
     d = f.delete_file
     # a Parquet delete file of exactly these positions is linked; a deletion vector's positions are written anew
     if d is not None and d.delete_count == len(positions) and d.format == "parquet":
-        existing = pq.read_schema(to_local(d.path))
+        with parquet_source(d.path) as pfile:
+            existing = pq.read_schema(pfile)
         if len(existing.names) == 2 and read_delete_file(d.path, d.begin_snapshot).positions == positions:
             return ClonedDelete(d.path, positions, d.file_size_bytes, d.footer_size)
     return ClonedDelete(None, positions)
@@ -288,6 +302,8 @@ def _retired_columns(lake: DuckLake, source: TableInfo) -> tuple[tuple[Any, ...]
 
 def probe_links(source: str, directory: str) -> bool:
     """Whether a hard link of `source` can be made next to `directory` (in its nearest existing ancestor)."""
+    if is_object_store(source) or is_object_store(directory):
+        return False  # no links on object stores: a clone copies (server-side)
     local = to_local(directory)
     while not os.path.isdir(local):
         parent = os.path.dirname(local.rstrip("/"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..catalog.database import CatalogDB
 from ..catalog.state import SNAPSHOT_SELECT, snapshot_from_row
-from ..paths import LocalFileIO
+from ..paths import file_io
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,5 @@ def _read_outcome(db: CatalogDB, attempt: CommitAttempt) -> bool | None:
 
 def remove_files(attempt: CommitAttempt) -> None:
     """Remove the files of an attempt proven not to have landed (no catalog row can reference them)."""
-    fileio = LocalFileIO()
     for path in attempt.files:
-        fileio.delete(path)
+        file_io(path).delete(path)

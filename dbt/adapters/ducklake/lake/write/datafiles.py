@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InvalidDataFileError
-from ..paths import to_local
 from ..read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..records import Column, ColumnStats
+from ..storage import file_io
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def read_footer(path: str) -> ParquetFooter:
         InvalidDataFileError: the file cannot be read as Parquet.
     """
     try:
-        with pa.OSFile(to_local(path)) as f:
+        with file_io(path).open_input(path) as f:  # two ranged reads on S3: the tail, then the footer
             size = f.size()
             tail = f.read_at(8, size - 8) if size >= 8 else b""
             if tail[4:] != b"PAR1":

@@ -495,6 +495,10 @@ def merge_table_column_stats(existing: TableColumnStats | None, new: ColumnStats
 
 def footer_size(path_or_file: str | os.PathLike[str] | IO[bytes]) -> int:
     """The little-endian int32 before the trailing 'PAR1' (the Thrift footer's length)."""
+    if isinstance(path_or_file, str) and "://" in path_or_file:
+        from ..read.deletes import footer_size as lake_footer_size  # through the storage seam
+
+        return lake_footer_size(path_or_file)
     if isinstance(path_or_file, (str, os.PathLike)):
         with open(path_or_file, "rb") as f:
             return footer_size(f)

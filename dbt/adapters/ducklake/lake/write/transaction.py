@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
 from ..errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
-from ..paths import LocalFileIO, discard_files
+from ..paths import discard_files, file_io
 from ..records import Column, Snapshot, TableInfo, ViewInfo
 from . import commit_outcome
 from . import operations as ops
@@ -459,7 +459,6 @@ class Transaction:
         found in the catalog after its acknowledgement was lost), and the catalog's change token as the commit left
         it (None if unknown)."""
         db = self.lake.db
-        fileio = LocalFileIO()
         self.lake.resolve_unknown_commits()
         for attempt in range(MAX_RETRIES + 1):
             builder: CatalogBuilder | None = None
@@ -499,14 +498,14 @@ class Transaction:
                         f"commit of {tried.describe()}: {unknown}, and the catalog cannot be read to tell whether it "
                         "landed. Its files are kept; this process checks again before its next commit (later, "
                         "ducklake_delete_orphaned_files removes them if it did not land)") from unknown
-                _remove(fileio, builder)  # provably not applied: a fresh attempt, as after a lost race
+                _remove(builder)  # provably not applied: a fresh attempt, as after a lost race
                 if attempt >= MAX_RETRIES:
                     raise CatalogConnectionError(f"commit of {tried.describe()} failed {MAX_RETRIES + 1} times (the "
                                                  "catalog failed while committing; nothing was applied)") from unknown
                 logger.info("commit of %s was not applied (the catalog failed while committing): retrying",
                             tried.describe())
             except sa.exc.DBAPIError as e:
-                _remove(fileio, builder)
+                _remove(builder)
                 if not db.dialect.is_conflict(e.orig) or attempt >= MAX_RETRIES:
                     if db.dialect.is_conflict(e.orig):
                         raise CommitConflictError(
@@ -518,7 +517,7 @@ class Transaction:
                             builder.snapshot_id if builder is not None else "?", attempt + 1, MAX_RETRIES, wait)
                 _sleep(wait)
             except BaseException:
-                _remove(fileio, builder)  # a definite failure before the COMMIT: nothing was applied
+                _remove(builder)  # a definite failure before the COMMIT: nothing was applied
                 raise
         raise AssertionError("unreachable")
 
@@ -543,9 +542,9 @@ def _adds_to(op: ops.Operation, schema: str, name: str) -> bool:
             and op.table.lower() == name.lower())
 
 
-def _remove(fileio: LocalFileIO, builder: CatalogBuilder | None) -> None:
+def _remove(builder: CatalogBuilder | None) -> None:
     # only files this attempt wrote and no catalog row references: the attempt definitely failed
     if builder is not None:
         for path in builder.written_files:
-            fileio.delete(path)
+            file_io(path).delete(path)
 

@@ -6,7 +6,6 @@ field ids on every node, one file set per partition under hive-style directories
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -14,9 +13,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InvalidDataFileError
-from ..paths import data_file_name, join_path, to_local
+from ..paths import data_file_name, join_path
 from ..read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..records import Column, TableInfo
+from ..storage import file_io
 from ..types import arrow_schema
 from .datafiles import DataFileSpec, describe_parquet
 from .partitioning import partition_values
@@ -89,9 +89,8 @@ def write_file(table: TableInfo, directory: str, data: pa.Table, key: tuple[str 
 
 def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
     path = join_path(directory, data_file_name())
-    local = to_local(path)
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    pq.write_table(data, local, compression="snappy", write_statistics=True)
+    with file_io(path).open_output(path) as out:
+        pq.write_table(data, out, compression="snappy", write_statistics=True)
     return describe_parquet(path, table.columns, partition_values=key, contains_nan=_nan_presence(table, data))
 
 

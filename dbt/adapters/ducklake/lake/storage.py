@@ -1,0 +1,286 @@
+"""Where the driver reads and writes lake files: one FileIO for local paths, one for object stores (S3).
+
+Everything the driver does with lake files (footers, delete files, small writes, moves of what Spark staged, removal
+of unreferenced files, listings) goes through `file_io(path)`, so the same code runs on a local disk and on S3.
+
+The object-store implementation is pyarrow's S3FileSystem rather than fsspec's s3fs: pyarrow is already a
+dependency (s3fs would add aiobotocore and its narrow botocore pins), its files are Arrow NativeFiles that
+pq.ParquetFile / pq.write_table take directly, and it was faster where the driver spends its time. Medians of 15 on
+moto's server over loopback, two runs on a loaded 2-core machine (pyarrow 26.0.1 vs s3fs 2026.9.0): a 6 MB file's
+footer read 37 / 59 ms vs 80 / 166 ms (one per file Spark writes); a server-side copy + move of it 339 / 325 ms vs
+410 / 645 ms (one per file Spark writes); a small Parquet write 32 / 40 ms vs 35 / 9 ms; a recursive listing of 50
+objects 40 / 127 ms vs 132 / 84 ms.
+
+Paths keep the spelling the catalog stores (s3://bucket/key, as DuckDB writes them); s3a:// (Spark's spelling) is
+accepted and means the same object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+OBJECT_STORE_SCHEMES = ("s3://", "s3a://")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A listed file: its path (as the FileIO spells it), size, and last modification (UTC)."""
+
+    path: str
+    size: int
+    modified: dt.datetime
+
+
+@dataclass(frozen=True)
+class ObjectStoreConfig:
+    """How to reach S3: keys (none: the AWS default chain), region, an S3-compatible endpoint, URL style, TLS."""
+
+    key_id: str | None = None
+    secret: str | None = field(default=None, repr=False)  # never in a repr: reprs end up in logs
+    session_token: str | None = field(default=None, repr=False)
+    region: str | None = None
+    endpoint: str | None = None  # host[:port] or a URL
+    url_style: str | None = None  # "path" or "vhost"
+    use_ssl: bool | None = None
+
+
+class FileIO(Protocol):
+    """The driver's file operations on lake files."""
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        """A random-access readable file (footers are read from its end)."""
+        ...
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        """A new file to write (its directory made as needed); it exists once closed."""
+        ...
+
+    def size(self, path: str) -> int:
+        """The file's size in bytes."""
+        ...
+
+    def exists(self, path: str) -> bool:
+        """Whether the file exists."""
+        ...
+
+    def list(self, directory: str) -> Iterator[FileInfo]:
+        """Every file below the directory, recursively (none if it does not exist)."""
+        ...
+
+    def move(self, source: str, target: str) -> None:
+        """Move a file (a rename locally; copy and delete on S3, which has no rename)."""
+        ...
+
+    def copy(self, source: str, target: str) -> None:
+        """Copy a file (a server-side copy on S3: the bytes do not pass through the driver).
+
+        Raises:
+            FileNotFoundError: no source file.
+        """
+        ...
+
+    def delete(self, path: str) -> None:
+        """Remove a file; a missing one is fine."""
+        ...
+
+    def delete_dir(self, directory: str) -> None:
+        """Remove a directory and everything below it; a missing one is fine."""
+        ...
+
+    def prune_empty_dirs(self, directories: set[str], root: str) -> None:
+        """Remove the given directories below root, and their parents below root, that are now empty."""
+        ...
+
+
+def is_object_store(path: str) -> bool:
+    """Whether a lake path is on S3 (s3:// or s3a://)."""
+    return path.startswith(OBJECT_STORE_SCHEMES)
+
+
+def _local(path: str) -> str:
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+        if path.startswith("localhost/"):
+            path = path[len("localhost"):]
+    return path
+
+
+class LocalFileIO:
+    """FileIO for local paths and file:// URIs (os calls: renames are atomic, directories are real)."""
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        return pa.OSFile(_local(path), "rb")
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        local = _local(path)
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        return pa.OSFile(local, "wb")
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(_local(path))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(_local(path))
+
+    def list(self, directory: str) -> Iterator[FileInfo]:
+        for d, _dirs, names in os.walk(_local(directory)):
+            for name in names:
+                p = os.path.join(d, name)
+                with contextlib.suppress(FileNotFoundError):
+                    st = os.stat(p)
+                    yield FileInfo(p, st.st_size, dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc))
+
+    def move(self, source: str, target: str) -> None:
+        os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
+        os.replace(_local(source), _local(target))
+
+    def copy(self, source: str, target: str) -> None:
+        os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
+        shutil.copyfile(_local(source), _local(target))
+
+    def delete(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(_local(path))
+
+    def delete_dir(self, directory: str) -> None:
+        shutil.rmtree(_local(directory), ignore_errors=True)
+
+    def makedirs(self, path: str) -> None:
+        """Make a directory and its parents (local only: object stores have no directories)."""
+        os.makedirs(_local(path), exist_ok=True)
+
+    def prune_empty_dirs(self, directories: set[str], root: str) -> None:
+        top = os.path.abspath(_local(root))
+        for d in sorted((os.path.abspath(_local(x)) for x in directories), key=len, reverse=True):
+            while d.startswith(top + os.sep):
+                try:
+                    os.rmdir(d)  # only if empty
+                except OSError:
+                    break
+                d = os.path.dirname(d)
+
+    def local_path(self, path: str) -> str:
+        """The path on the local file system."""
+        return _local(path)
+
+
+def _key(path: str) -> str:
+    """bucket/key, as pyarrow's S3FileSystem names objects."""
+    for scheme in OBJECT_STORE_SCHEMES:
+        if path.startswith(scheme):
+            return path[len(scheme):]
+    raise ValueError(f"not an S3 path: {path!r}")
+
+
+class S3FileIO:
+    """FileIO for s3:// (and s3a://) paths through pyarrow's S3FileSystem. Returned paths use s3://."""
+
+    def __init__(self, config: ObjectStoreConfig) -> None:
+        endpoint, scheme = config.endpoint, "https" if config.use_ssl in (None, True) else "http"
+        if endpoint and "://" in endpoint:
+            scheme, endpoint = endpoint.split("://", 1)
+        kwargs: dict[str, object] = {"scheme": scheme, "endpoint_override": endpoint or None,
+                                     "region": config.region or None}
+        if config.key_id and config.secret:
+            kwargs.update(access_key=config.key_id, secret_key=config.secret, session_token=config.session_token)
+        if config.url_style is not None:
+            kwargs["force_virtual_addressing"] = config.url_style == "vhost"
+        # pyarrow's S3 calls its own credential chain (environment, ~/.aws, instance profile) without keys
+        self._fs = pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        return self._fs.open_input_file(_key(path))
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        return self._fs.open_output_stream(_key(path))
+
+    def size(self, path: str) -> int:
+        info = self._fs.get_file_info(_key(path))
+        if info.type != pafs.FileType.File:
+            raise FileNotFoundError(path)
+        return int(info.size)
+
+    def exists(self, path: str) -> bool:
+        return self._fs.get_file_info(_key(path)).type == pafs.FileType.File
+
+    def list(self, directory: str) -> Iterator[FileInfo]:
+        selector = pafs.FileSelector(_key(directory).rstrip("/"), recursive=True, allow_not_found=True)
+        for info in self._fs.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                modified = info.mtime or dt.datetime.now(dt.timezone.utc)
+                if modified.tzinfo is None:
+                    modified = modified.replace(tzinfo=dt.timezone.utc)
+                yield FileInfo("s3://" + info.path, int(info.size), modified)
+
+    def move(self, source: str, target: str) -> None:
+        self._fs.move(_key(source), _key(target))
+
+    def copy(self, source: str, target: str) -> None:
+        if not self.exists(source):  # S3's CopyObject error would not say which file
+            raise FileNotFoundError(source)
+        self._fs.copy_file(_key(source), _key(target))
+
+    def delete(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.delete_file(_key(path))
+
+    def delete_dir(self, directory: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.delete_dir(_key(directory).rstrip("/"))
+
+    def prune_empty_dirs(self, directories: set[str], root: str) -> None:
+        """Nothing to do: S3 has no directories, a prefix is gone with its last object."""
+
+
+_LOCK = threading.Lock()
+_OBJECT_STORE: ObjectStoreConfig = ObjectStoreConfig()
+_S3: S3FileIO | None = None
+_LOCAL = LocalFileIO()
+
+
+def configure_object_store(config: ObjectStoreConfig) -> None:
+    """The S3 settings the driver uses from now on (a dbt connection sets its profile's); without a call, the AWS
+    default chain and endpoint apply."""
+    global _OBJECT_STORE, _S3
+    with _LOCK:
+        if config != _OBJECT_STORE:
+            _OBJECT_STORE, _S3 = config, None
+
+
+def file_io(path: str) -> FileIO:
+    """The FileIO for a lake path: S3 for s3:// and s3a://, the local file system for plain paths and file://.
+
+    Raises:
+        ValueError: a scheme the driver cannot reach (gs://, hdfs://, ...).
+    """
+    global _S3
+    if is_object_store(path):
+        with _LOCK:
+            if _S3 is None:
+                _S3 = S3FileIO(_OBJECT_STORE)
+            return _S3
+    if "://" in path and not path.startswith("file://"):
+        raise ValueError(f"the driver cannot reach {path!r}: lake files must be local, file:// or s3://")
+    return _LOCAL
+
+
+@contextmanager
+def parquet_source(path: str) -> Iterator[str | pa.NativeFile]:
+    """What pyarrow.parquet reads a lake file from: the local path itself (pyarrow's own fast local reads), or the
+    file opened through the seam (closed on exit)."""
+    if not is_object_store(path):
+        yield _local(path)
+        return
+    with file_io(path).open_input(path) as source:
+        yield source
