@@ -106,6 +106,15 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     return pos, pa.array([begin_snapshot] * len(pos), pa.int64())
 
 
+def delete_file_has_snapshots(path: str) -> bool:
+    """Whether a delete file names the snapshot of each position (a Parquet file with the snapshot column); a file
+    without it (or a deletion vector) deleted everything at its begin_snapshot."""
+    if is_deletion_vector(path):
+        return False
+    with file_io(path).open_input(path) as source:
+        return SNAPSHOT_COLUMN in pq.ParquetFile(source, pre_buffer=False).schema_arrow.names
+
+
 def is_deletion_vector(path: str) -> bool:
     """Whether a delete file is a deletion vector (by its first bytes, whatever its name: Parquet starts with
     PAR1; a deletion vector with its length, then the magic)."""
