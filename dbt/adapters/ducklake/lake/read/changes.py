@@ -68,19 +68,24 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
         if start <= f.begin_snapshot <= end or (f.partial_max is not None and f.partial_max >= start):
             insertions.append(FileInsertions(f, f.partial_max is not None))
         deleted: dict[int, int] = {}
+        by_files: dict[int, int] = {}  # deletes of the delete file alone
         plain: set[int] = set()
         if f.delete_file is not None:
             d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
             deleted.update(zip(d.positions, d.snapshots, strict=True))
+            by_files = dict(deleted)
             if not delete_file_has_snapshots(f.delete_file.path):
                 plain.update(d.positions)
         for pos, begin in f.inlined_deletes:
             deleted.setdefault(pos, begin)
         in_range = {p: s for p, s in deleted.items() if start <= s <= end}
-        if end_snapshot is not None and start <= end_snapshot <= end:
-            # the file ended in range: every row not deleted before then was deleted at its end
+        inlined_in_range = any(start <= begin <= end for _, begin in f.inlined_deletes)
+        if end_snapshot is not None and start <= end_snapshot <= end and not inlined_in_range:
+            # the file ended in range: every row not deleted by a delete file before then was deleted at its end.
+            # The reference reports no such rows when the file also has inlined deletes in range (only those), and
+            # does not subtract inlined deletes made before the range: both kept, to report what it reports.
             for p in range(f.record_count):
-                if p not in deleted or deleted[p] >= end_snapshot:
+                if p not in by_files or by_files[p] >= end_snapshot:
                     in_range[p] = end_snapshot
                     plain.discard(p)  # a whole-file delete names its snapshot
         if in_range:
