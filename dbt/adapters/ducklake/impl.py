@@ -113,6 +113,14 @@ class DuckLakeAdapter(SparkAdapter):
         # a classmethod: dbt renders contract column lists from a classmethod (render_raw_columns_constraints)
         return f"`{identifier}`"  # as dbt-spark (which also quotes None, for the test utilities)
 
+    @classmethod
+    def convert_datetime_type(cls, agate_table: Any, col_idx: int) -> str:
+        """A seed column of date-times: `timestamp_ntz` (DuckLake TIMESTAMP) when no value carries a zone or offset,
+        as DuckDB's and dbt-duckdb's CSV readers make it (the CSV's wall time, read the same under any TimeZone);
+        Spark's `timestamp` (an instant, DuckLake TIMESTAMPTZ) when any value does (agate keeps the offset)."""
+        zoned = any(v is not None and v.tzinfo is not None for v in agate_table.columns[col_idx].values())
+        return "timestamp" if zoned else "timestamp_ntz"
+
     # access to the lake ---------------------------------------------------------------------------------------
     def _handle(self) -> DuckLakeHandle:
         conn = self.connections.get_thread_connection()
