@@ -25,9 +25,10 @@ from pyspark.errors import AnalysisException
 from . import gc_freeze, python_models, time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
-from .connections import DuckLakeConnectionManager, DuckLakeHandle
+from .connections import DuckLakeConnectionManager, DuckLakeHandle, missing_file_message
 from .credentials import DuckLakeCredentials
 from .lake.catalog.state import LakeState, ci_lookup
+from .lake.errors import MissingDataFileError
 from .lake.read.scan import row_count
 from .relation import DuckLakeRelation
 from .runtime import SetupError
@@ -349,6 +350,8 @@ class DuckLakeAdapter(SparkAdapter):
                                  bool(incremental), [k for k in keys if k])
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
+        except MissingDataFileError as e:
+            raise DbtRuntimeError(missing_file_message(e)) from None
 
     @available
     def ducklake_replay_sql(self, upstream: BaseRelation, target: BaseRelation, target_exists: bool) -> str:
@@ -364,6 +367,8 @@ class DuckLakeAdapter(SparkAdapter):
                                 bool(target_exists))
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
+        except MissingDataFileError as e:
+            raise DbtRuntimeError(missing_file_message(e)) from None
 
     @available
     def ducklake_at(self, relation: BaseRelation, version: Any = None, timestamp: Any = None,
@@ -380,6 +385,8 @@ class DuckLakeAdapter(SparkAdapter):
             return time_travel.relation_at(rt.spark, rt.lake, relation.schema, relation.identifier, snap)
         except (time_travel.TimeTravelError, ValueError) as e:
             raise DbtRuntimeError(str(e)) from e
+        except MissingDataFileError as e:
+            raise DbtRuntimeError(missing_file_message(e)) from None
 
     @available
     def ducklake_python_model(self, model: dict[str, Any], compiled_code: str) -> str:
@@ -430,6 +437,8 @@ class DuckLakeAdapter(SparkAdapter):
             df = python_models.run_model(session_of(rt.spark), compiled_code, model_name=name, filename=filename, load=load,
                                          at=at, changes=changes)
         except python_models.PythonModelError as e:
+            if isinstance(e.__cause__, MissingDataFileError):  # a ref or source it read: no traceback needed
+                raise DbtRuntimeError(missing_file_message(e.__cause__)) from None
             raise DbtRuntimeError(str(e)) from None  # the model's own traceback is in the message
         view = python_models.temp_view_name(model.get("unique_id") or name)
         df.createOrReplaceTempView(view)

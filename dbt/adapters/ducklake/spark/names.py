@@ -9,6 +9,7 @@ Spark view, so a dropped table fails to resolve instead of showing stale rows.
 from __future__ import annotations
 
 import csv
+import logging
 import threading
 import time
 from collections.abc import Collection, Iterable
@@ -20,6 +21,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ..lake.catalog.state import LakeState, ci_lookup
+from ..lake.errors import MissingDataFileError
 from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
 from .first_read import MARK as FIRST_READ
@@ -32,6 +34,7 @@ from .sql_literals import ident
 SQL_REUSE_SECONDS = 600.0
 GLOBAL_TEMP = "global_temp"  # Spark's database of global temp views: never a lake schema
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
+_log = logging.getLogger(__name__)
 
 
 def table_refs(sql: str) -> set[tuple[str, str]]:
@@ -144,10 +147,18 @@ class LakeNames:
                                  or (schema.lower(), name.lower()) in self._registered)
 
     def refresh_all(self) -> None:
+        """Re-register every lake object at the latest snapshot (after maintenance changed files). An object that
+        cannot be read now (a missing or damaged file) loses its view: a statement naming it fails then, naming the
+        file, and the others stay readable."""
         with self._lock:
             st = self.state()
             for schema, name in list(st.tables) + list(st.views):
-                self._refresh_one(st, schema, name)
+                try:
+                    self._refresh_one(st, schema, name)
+                except MissingDataFileError:
+                    _log.debug("%s.%s not registered: a file of it is missing or damaged", schema, name,
+                                exc_info=True)
+                    self.forget(schema, name)
 
     def invalidate(self, refs: Iterable[tuple[str, str]]) -> None:
         """After a commit changed these objects: drop their Spark views rather than re-register them now (a CREATE

@@ -1,0 +1,246 @@
+"""Whether the files a read opens are on storage as the catalog lists them, and errors naming those that are not.
+
+Why: Spark lists a manifest's symlinks (spark/manifest.py) and a footer-path glob (`dir/{a,b}`) and silently leaves
+out a file that is not there, so a missing data file reads as no rows and a model built from it commits an empty or
+partial table. DuckDB refuses such a read ("Cannot open file ..."); so does every reader here, naming the table, the
+snapshot and the file's catalog path.
+
+The check is cheap and done once per file and process (a data or delete file never changes once written): a stat of
+a local file, one listing per directory elsewhere (pyarrow's file systems), each compared with the catalog's
+file_size_bytes. A file of the right size whose bytes are damaged is found when it is read (`reading`, and the Spark
+layer's mapping of its read errors), or by the lake check (lake/maintenance/check.py), which can read every footer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import paths
+from ..errors import MissingDataFileError
+from ..records import DataFile
+
+DATA_FILE = "data file"
+DELETE_FILE = "delete file"
+ADVICE = "restore it from a backup (to the same path), or rebuild the table from its source"
+_PARQUET_MAGIC = (b"PAR1", b"PARE")  # PARE: an encrypted footer (DuckDB's ENCRYPTED lakes)
+_PUFFIN_MAGIC = b"PFA1"  # deletion vectors (DuckDB's write_deletion_vectors)
+
+_lock = threading.Lock()
+_verified: set[tuple[str, int | None]] = set()  # (path, catalog size) found as listed by this process
+
+
+@dataclass(frozen=True)
+class ListedFile:
+    """A file as the catalog lists it: its resolved path, its size in bytes (None if not recorded), its kind."""
+
+    path: str
+    size: int | None
+    kind: str = DATA_FILE
+
+
+def table_context(schema: str, table: str, snapshot_id: int) -> str:
+    """How an error names what was being read: `lake table raw.events at snapshot 3`."""
+    return f"lake table {schema}.{table} at snapshot {snapshot_id}"
+
+
+def data_file(f: DataFile) -> ListedFile:
+    return ListedFile(f.path, f.file_size_bytes, DATA_FILE)
+
+
+def scan_files(files: Iterable[DataFile], snapshot_id: int) -> list[ListedFile]:
+    """The files a read of these data files at snapshot_id opens: each data file, and its delete file when the
+    snapshot sees it."""
+    out = []
+    for f in files:
+        out.append(data_file(f))
+        d = f.delete_file
+        if d is not None and d.begin_snapshot <= snapshot_id:
+            out.append(ListedFile(d.path, d.file_size_bytes, DELETE_FILE))
+    return out
+
+
+def verify(context: str, files: Iterable[ListedFile]) -> None:
+    """Check that each file is on storage with the size the catalog lists (files found so before by this process are
+    not looked at again).
+
+    Raises:
+        MissingDataFileError: a file is missing or of another size; the message names the first one and counts the
+            others.
+    """
+    with _lock:
+        todo = list(dict.fromkeys(f for f in files if (f.path, f.size) not in _verified))
+    if not todo:
+        return
+    local = [f for f in todo if paths.is_local(f.path)]
+    found = {f.path: _local_size(f.path) for f in local}
+    found.update(_listed_sizes([f.path for f in todo if not paths.is_local(f.path)]))
+    bad: list[tuple[ListedFile, str]] = []
+    good = []
+    for f in todo:
+        if f.path not in found:  # a file system the driver cannot reach: Spark's read reports it
+            continue
+        problem = _size_problem(f, found[f.path])
+        if problem is None:
+            good.append((f.path, f.size))
+        else:
+            bad.append((f, problem))
+    with _lock:
+        _verified.update(good)
+    if bad:
+        f, problem = bad[0]
+        raise damaged(context, f, problem, others=len(bad) - 1)
+
+
+def forget(paths_: Iterable[str] | None = None) -> None:
+    """Forget earlier checks (of these paths, or all): they are made again by the next read."""
+    with _lock:
+        if paths_ is None:
+            _verified.clear()
+            return
+        gone = set(paths_)
+        for key in [k for k in _verified if k[0] in gone]:
+            _verified.discard(key)
+
+
+def damaged(context: str, f: ListedFile, problem: str, others: int = 0) -> MissingDataFileError:
+    """The error for a file found damaged (problem: what is wrong, e.g. `is missing (...)`)."""
+    more = f" ({others} more {'file' if others == 1 else 'files'} of it too)" if others else ""
+    return MissingDataFileError(f"{context}: {f.kind} {f.path} {problem}{more}; {ADVICE}",
+                                path=f.path, kind=f.kind, context=context)
+
+
+def problem_of(f: ListedFile, *, footer: bool = False) -> str | None:
+    """What is wrong with the file on storage now (no cache), or None: missing or of another size; with footer, also
+    not Parquet (Puffin for a `.puffin` file) by its magic bytes, or a Parquet footer that does not parse."""
+    size = _local_size(f.path) if paths.is_local(f.path) else _listed_sizes([f.path]).get(f.path, -1)
+    if size == -1:
+        return None  # cannot be looked at from here
+    problem = _size_problem(f, size)
+    if problem is not None or not footer:
+        return problem
+    return _content_problem(f)
+
+
+@contextlib.contextmanager
+def reading(context: str, f: ListedFile) -> Iterator[None]:
+    """Around a read of a listed file: a storage or Parquet error caused by the file (missing, another size, not
+    Parquet, a footer that does not parse) becomes MissingDataFileError naming it; other errors pass unchanged."""
+    try:
+        yield
+    except (OSError, pa.ArrowException) as e:
+        problem = problem_of(f, footer=True)
+        if problem is None:
+            raise
+        raise damaged(context, f, problem) from e
+
+
+@contextlib.contextmanager
+def reading_any(context: str, files: Sequence[ListedFile]) -> Iterator[None]:
+    """Around reads of any of these files (footers, delete files): an error a damaged one caused becomes
+    MissingDataFileError naming it (the file the error names, else the first of them found damaged, footers read);
+    other errors pass unchanged."""
+    try:
+        yield
+    except (OSError, pa.ArrowException) as e:
+        found = explain(context, files, str(e))
+        if found is None:
+            raise
+        raise found from e
+
+
+def explain(context: str, files: Sequence[ListedFile], text: str) -> MissingDataFileError | None:
+    """The damaged file behind a read error's text: the listed file it names, or else the first listed file found
+    damaged now (footers read); None when every file looks sound (the error is not about them)."""
+    named = [f for f in files if paths.to_local(f.path) in text]
+    for f in named or files:
+        problem = problem_of(f, footer=True)
+        if problem is not None:
+            return damaged(context, f, problem)
+    return None
+
+
+def _local_size(path: str) -> int | None:
+    try:
+        st = os.stat(paths.to_local(path))
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:  # a parent path that is a file
+        return None
+    return st.st_size
+
+
+def _listed_sizes(uris: Sequence[str]) -> dict[str, int | None]:
+    """Sizes of files on other storage (None: not there), one listing per directory (pyarrow's file system of the
+    URI); files on a storage pyarrow cannot open are left out."""
+    if not uris:
+        return {}
+    from pyarrow import fs as pafs
+
+    out: dict[str, int | None] = {}
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for uri in uris:
+        by_dir[uri.rpartition("/")[0]].append(uri)
+    for directory, files in by_dir.items():
+        try:
+            filesystem, root = pafs.FileSystem.from_uri(directory)
+            infos = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        except (pa.ArrowException, OSError, ValueError):  # no such file system here: Spark's read reports
+            continue
+        sizes = {i.base_name: i.size for i in infos if i.type == pafs.FileType.File}
+        for uri in files:
+            out[uri] = sizes.get(uri.rpartition("/")[2])
+    return out
+
+
+def _size_problem(f: ListedFile, size: int | None) -> str | None:
+    listed = f"the catalog lists it with {f.size} bytes" if f.size is not None else "the catalog lists it"
+    if size is None:
+        return f"is missing ({listed})"
+    if f.size is not None and size != f.size:
+        return f"is {size} bytes, but {listed} (truncated or replaced)"
+    return None
+
+
+def _content_problem(f: ListedFile) -> str | None:
+    """Not a file of its format by its magic bytes, or a Parquet footer that does not parse."""
+    puffin = f.path.endswith(".puffin")
+    try:
+        if paths.is_local(f.path):
+            with open(paths.to_local(f.path), "rb") as fh:
+                head = fh.read(4)
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4))
+                tail = fh.read(4)
+        else:
+            from pyarrow import fs as pafs
+
+            filesystem, where = pafs.FileSystem.from_uri(f.path)
+            with filesystem.open_input_file(where) as fh:
+                head = fh.read(4)
+                fh.seek(max(0, fh.size() - 4))
+                tail = fh.read(4)
+    except (OSError, pa.ArrowException, ValueError) as e:
+        return f"cannot be read ({_reason(e)})"
+    if puffin:
+        return None if head == tail == _PUFFIN_MAGIC else "is not a Puffin file (no PFA1 magic bytes at its ends)"
+    if head not in _PARQUET_MAGIC or tail not in _PARQUET_MAGIC:
+        return "is not a Parquet file (no PAR1 magic bytes at its ends)"
+    if tail == b"PARE":
+        return None  # an encrypted footer: pyarrow cannot parse it without the key
+    try:
+        pq.read_metadata(paths.to_local(f.path) if paths.is_local(f.path) else f.path)
+    except (OSError, pa.ArrowException, ValueError) as e:
+        return f"has a Parquet footer that cannot be read ({_reason(e)})"
+    return None
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:200]
