@@ -475,10 +475,11 @@ class DuckLakeAdapter(SparkAdapter):
     @available
     def ducklake_maintenance(self, operation: str, **kwargs: Any) -> str:
         """Run a lake maintenance operation (expire_snapshots, cleanup_old_files, delete_orphaned_files,
-        merge_adjacent_files, flush_inlined_data) with DuckDB's semantics; returns a one-line summary."""
+        merge_adjacent_files, flush_inlined_data) with DuckDB's semantics, or check_files; returns a one-line
+        summary."""
         from .maintenance import run
 
-        if self._handle().build is not None:
+        if self._handle().build is not None and operation != "check_files":  # a check commits nothing
             raise DbtRuntimeError(f"ducklake {operation}: lake maintenance commits snapshots of its own, which a "
                                   "write-audit-publish build cannot hold back: run it with `dbt run-operation` after "
                                   "the build")

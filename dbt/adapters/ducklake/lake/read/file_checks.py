@@ -44,6 +44,7 @@ class ListedFile:
     path: str
     size: int | None
     kind: str = DATA_FILE
+    rows: int | None = None  # a data file's record count, compared with its footer's where footers are read
 
 
 def table_context(schema: str, table: str, snapshot_id: int) -> str:
@@ -79,15 +80,13 @@ def verify(context: str, files: Iterable[ListedFile]) -> None:
         todo = list(dict.fromkeys(f for f in files if (f.path, f.size) not in _verified))
     if not todo:
         return
-    local = [f for f in todo if paths.is_local(f.path)]
-    found = {f.path: _local_size(f.path) for f in local}
-    found.update(_listed_sizes([f.path for f in todo if not paths.is_local(f.path)]))
+    found = sizes([f.path for f in todo])
     bad: list[tuple[ListedFile, str]] = []
     good = []
     for f in todo:
         if f.path not in found:  # a file system the driver cannot reach: Spark's read reports it
             continue
-        problem = _size_problem(f, found[f.path])
+        problem = size_problem(f, found[f.path])
         if problem is None:
             good.append((f.path, f.size))
         else:
@@ -120,13 +119,21 @@ def damaged(context: str, f: ListedFile, problem: str, others: int = 0) -> Missi
 def problem_of(f: ListedFile, *, footer: bool = False) -> str | None:
     """What is wrong with the file on storage now (no cache), or None: missing or of another size; with footer, also
     not Parquet (Puffin for a `.puffin` file) by its magic bytes, or a Parquet footer that does not parse."""
-    size = _local_size(f.path) if paths.is_local(f.path) else _listed_sizes([f.path]).get(f.path, -1)
-    if size == -1:
+    found = sizes([f.path])
+    if f.path not in found:
         return None  # cannot be looked at from here
-    problem = _size_problem(f, size)
+    problem = size_problem(f, found[f.path])
     if problem is not None or not footer:
         return problem
-    return _content_problem(f)
+    return content_problem(f)
+
+
+def sizes(files: Sequence[str]) -> dict[str, int | None]:
+    """The sizes of these files on storage (None: not there): a stat each locally, one listing per directory
+    elsewhere; files on a storage the driver cannot open (no pyarrow file system for it) are left out."""
+    out: dict[str, int | None] = {p: _local_size(p) for p in files if paths.is_local(p)}
+    out.update(_listed_sizes([p for p in files if not paths.is_local(p)]))
+    return out
 
 
 @contextlib.contextmanager
@@ -200,7 +207,8 @@ def _listed_sizes(uris: Sequence[str]) -> dict[str, int | None]:
     return out
 
 
-def _size_problem(f: ListedFile, size: int | None) -> str | None:
+def size_problem(f: ListedFile, size: int | None) -> str | None:
+    """What is wrong with a file found with this size on storage (None: not there), or None."""
     listed = f"the catalog lists it with {f.size} bytes" if f.size is not None else "the catalog lists it"
     if size is None:
         return f"is missing ({listed})"
@@ -209,8 +217,9 @@ def _size_problem(f: ListedFile, size: int | None) -> str | None:
     return None
 
 
-def _content_problem(f: ListedFile) -> str | None:
-    """Not a file of its format by its magic bytes, or a Parquet footer that does not parse."""
+def content_problem(f: ListedFile) -> str | None:
+    """What is wrong with a file's bytes, or None: not a file of its format by its magic bytes, a Parquet footer
+    that does not parse, or (rows given) one that holds another number of rows."""
     puffin = f.path.endswith(".puffin")
     try:
         if paths.is_local(f.path):
@@ -235,9 +244,11 @@ def _content_problem(f: ListedFile) -> str | None:
     if tail == b"PARE":
         return None  # an encrypted footer: pyarrow cannot parse it without the key
     try:
-        pq.read_metadata(paths.to_local(f.path) if paths.is_local(f.path) else f.path)
+        meta = pq.read_metadata(paths.to_local(f.path) if paths.is_local(f.path) else f.path)
     except (OSError, pa.ArrowException, ValueError) as e:
         return f"has a Parquet footer that cannot be read ({_reason(e)})"
+    if f.rows is not None and meta.num_rows != f.rows:
+        return f"holds {meta.num_rows} rows by its footer, but the catalog lists {f.rows} (replaced)"
     return None
 
 
