@@ -41,7 +41,7 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
     files = [c.data_file for c in (*plan.insertions, *plan.deletions)]
     context = changes_context(plan.table.schema_name, plan.table.name, start, end)
     read_errors.note_files(plan.table.table_id, context, end, files)
-    with reading_any(context, [data_file(f) for f in files]):  # footers read while planning
+    with reading_any(context, lambda: [data_file(f) for f in files]):  # footers read while planning
         return _changes_sql(spark, lake, plan, start, end)
 
 

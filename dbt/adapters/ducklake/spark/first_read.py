@@ -237,7 +237,7 @@ class _Reader(DataSourceReader):
         for path, sources, max_snapshot, size in partition.files:
             # a file damaged since the plan checked it fails the task naming it (pyarrow's errors may not)
             listed = [ListedFile(path, size)] + ([ListedFile(sources[0], None, DELETE_FILE)] if sources[0] else [])
-            with reading_any(self.context, listed):
+            with reading_any(self.context, lambda listed=listed: listed):
                 deleted = positions_of(sources, self.snapshot_id)
                 rows = read_data_file(path, self.columns, deleted_positions=deleted, max_snapshot=max_snapshot)
             if rows.num_rows:

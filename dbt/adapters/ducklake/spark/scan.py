@@ -26,7 +26,7 @@ from ..lake.errors import DuckLakeError
 from ..lake.maintenance.cleanup import SPARK_MANIFESTS
 from ..lake.paths import join_path
 from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
-from ..lake.read.file_checks import reading_any, scan_files, verify
+from ..lake.read.file_checks import reading_any, scan_files, verify_scan
 from ..lake.read.inlined import read_inlined
 from ..lake.read.pruning import Predicate
 from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_context, plan_scan
@@ -116,10 +116,10 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
     missing member, would be skipped by Spark without an error), and noted for spark/read_errors.py."""
     context = plan_context(plan)
     files = [t.data_file for t in plan.files]
-    listed = scan_files(files, plan.snapshot_id)
-    verify(context, listed)
+    verify_scan(context, files, plan.snapshot_id)
     read_errors.note_files(table.table_id, context, plan.snapshot_id, files)
-    with reading_any(context, listed):  # footers and delete files read while planning
+    # footers and delete files read while planning
+    with reading_any(context, lambda: scan_files(files, plan.snapshot_id)):
         return _planned_branches(spark, state, table, plan, locators)
 
 

@@ -17,7 +17,7 @@ import contextlib
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,7 +34,8 @@ _PARQUET_MAGIC = (b"PAR1", b"PARE")  # PARE: an encrypted footer (DuckDB's ENCRY
 _PUFFIN_MAGIC = b"PFA1"  # deletion vectors (DuckDB's write_deletion_vectors)
 
 _lock = threading.Lock()
-_verified: set[tuple[str, int | None]] = set()  # (path, catalog size) found as listed by this process
+_verified: dict[str, int | None] = {}  # path -> the catalog size it was found with by this process
+_UNKNOWN = -1  # no size a file has
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,26 @@ def scan_files(files: Iterable[DataFile], snapshot_id: int) -> list[ListedFile]:
     return out
 
 
+def verify_scan(context: str, files: Sequence[DataFile], snapshot_id: int) -> None:
+    """`verify` of the files a read of these data files at snapshot_id opens (`scan_files`), without a record made
+    per file (a read of 10,000 files checked before costs a dict lookup per file).
+
+    Raises:
+        MissingDataFileError: a file is missing or of another size than listed.
+    """
+    todo: dict[str, tuple[int | None, str]] = {}
+    with _lock:
+        known = _verified.get
+        for f in files:
+            if known(f.path, _UNKNOWN) != f.file_size_bytes:
+                todo[f.path] = (f.file_size_bytes, DATA_FILE)
+            d = f.delete_file
+            if d is not None and d.begin_snapshot <= snapshot_id and known(d.path, _UNKNOWN) != d.file_size_bytes:
+                todo[d.path] = (d.file_size_bytes, DELETE_FILE)
+    if todo:
+        _check(context, todo)
+
+
 def verify(context: str, files: Iterable[ListedFile]) -> None:
     """Check that each file is on storage with the size the catalog lists (files found so before by this process are
     not looked at again).
@@ -77,25 +98,29 @@ def verify(context: str, files: Iterable[ListedFile]) -> None:
             others.
     """
     with _lock:
-        todo = list(dict.fromkeys(f for f in files if (f.path, f.size) not in _verified))
-    if not todo:
-        return
-    found = sizes([f.path for f in todo])
-    bad: list[tuple[ListedFile, str]] = []
-    good = []
-    for f in todo:
-        if f.path not in found:  # a file system the driver cannot reach: Spark's read reports it
+        todo = {f.path: (f.size, f.kind) for f in files if _verified.get(f.path, _UNKNOWN) != f.size}
+    if todo:
+        _check(context, todo)
+
+
+def _check(context: str, todo: dict[str, tuple[int | None, str]]) -> None:
+    """Look at these files (path -> (catalog size, kind)) on storage; remember the sound ones, raise for the rest."""
+    found = sizes(list(todo))
+    bad: list[str] = []
+    good = {}
+    for path, (size, _kind) in todo.items():
+        got = found.get(path, _UNKNOWN)
+        if got == _UNKNOWN:  # a file system the driver cannot reach: Spark's read reports it
             continue
-        problem = size_problem(f, found[f.path])
-        if problem is None:
-            good.append((f.path, f.size))
+        if got is not None and (size is None or got == size):
+            good[path] = size
         else:
-            bad.append((f, problem))
+            bad.append(path)
     with _lock:
         _verified.update(good)
     if bad:
-        f, problem = bad[0]
-        raise damaged(context, f, problem, others=len(bad) - 1)
+        f = ListedFile(bad[0], *todo[bad[0]])
+        raise damaged(context, f, size_problem(f, found[f.path]) or "is damaged", others=len(bad) - 1)
 
 
 def forget(paths_: Iterable[str] | None = None) -> None:
@@ -104,9 +129,8 @@ def forget(paths_: Iterable[str] | None = None) -> None:
         if paths_ is None:
             _verified.clear()
             return
-        gone = set(paths_)
-        for key in [k for k in _verified if k[0] in gone]:
-            _verified.discard(key)
+        for path in paths_:
+            _verified.pop(path, None)
 
 
 def damaged(context: str, f: ListedFile, problem: str, others: int = 0) -> MissingDataFileError:
@@ -131,8 +155,18 @@ def problem_of(f: ListedFile, *, footer: bool = False) -> str | None:
 def sizes(files: Sequence[str]) -> dict[str, int | None]:
     """The sizes of these files on storage (None: not there): a stat each locally, one listing per directory
     elsewhere; files on a storage the driver cannot open (no pyarrow file system for it) are left out."""
-    out: dict[str, int | None] = {p: _local_size(p) for p in files if paths.is_local(p)}
-    out.update(_listed_sizes([p for p in files if not paths.is_local(p)]))
+    out: dict[str, int | None] = {}
+    remote = []
+    is_local, to_local, stat = paths.is_local, paths.to_local, os.stat  # a stat per file: 10,000s in a loop
+    for p in files:
+        if not is_local(p):
+            remote.append(p)
+            continue
+        try:
+            out[p] = stat(to_local(p)).st_size
+        except (FileNotFoundError, NotADirectoryError):
+            out[p] = None
+    out.update(_listed_sizes(remote))
     return out
 
 
@@ -150,38 +184,31 @@ def reading(context: str, f: ListedFile) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def reading_any(context: str, files: Sequence[ListedFile]) -> Iterator[None]:
-    """Around reads of any of these files (footers, delete files): an error a damaged one caused becomes
-    MissingDataFileError naming it (the file the error names, else the first of them found damaged, footers read);
-    other errors pass unchanged."""
+def reading_any(context: str, files: Callable[[], Sequence[ListedFile]]) -> Iterator[None]:
+    """Around reads of any of these files (footers, delete files; listed only on an error): an error a damaged one
+    caused becomes MissingDataFileError naming it; other errors pass unchanged (see `explain`)."""
     try:
         yield
     except (OSError, pa.ArrowException) as e:
-        found = explain(context, files, str(e))
+        found = explain(context, files(), e)
         if found is None:
             raise
         raise found from e
 
 
-def explain(context: str, files: Sequence[ListedFile], text: str) -> MissingDataFileError | None:
-    """The damaged file behind a read error's text: the listed file it names, or else the first listed file found
-    damaged now (footers read); None when every file looks sound (the error is not about them)."""
+def explain(context: str, files: Sequence[ListedFile], error: BaseException) -> MissingDataFileError | None:
+    """The damaged file behind a read error: the listed file its text names, if damaged now; for a Parquet error
+    that names no file (pyarrow's "magic bytes not found"), the first listed file whose bytes are damaged (their
+    footers read, on this error path only); None otherwise (the error is not about these files)."""
+    text = str(error)
     named = [f for f in files if paths.to_local(f.path) in text]
+    if not named and (isinstance(error, OSError) or not isinstance(error, pa.ArrowException)):
+        return None
     for f in named or files:
         problem = problem_of(f, footer=True)
         if problem is not None:
             return damaged(context, f, problem)
     return None
-
-
-def _local_size(path: str) -> int | None:
-    try:
-        st = os.stat(paths.to_local(path))
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:  # a parent path that is a file
-        return None
-    return st.st_size
 
 
 def _listed_sizes(uris: Sequence[str]) -> dict[str, int | None]:
@@ -209,12 +236,12 @@ def _listed_sizes(uris: Sequence[str]) -> dict[str, int | None]:
 
 def size_problem(f: ListedFile, size: int | None) -> str | None:
     """What is wrong with a file found with this size on storage (None: not there), or None."""
+    if size is not None and (f.size is None or size == f.size):
+        return None
     listed = f"the catalog lists it with {f.size} bytes" if f.size is not None else "the catalog lists it"
     if size is None:
         return f"is missing ({listed})"
-    if f.size is not None and size != f.size:
-        return f"is {size} bytes, but {listed} (truncated or replaced)"
-    return None
+    return f"is {size} bytes, but {listed} (truncated or replaced)"
 
 
 def content_problem(f: ListedFile) -> str | None:

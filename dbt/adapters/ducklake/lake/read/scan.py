@@ -20,7 +20,7 @@ from ..records import Column, DataFile, NameMapping, TableInfo
 from ..types import parse_value
 from .arrow_types import cast_to, plain_type
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_arrays
-from .file_checks import DELETE_FILE, ListedFile, data_file, reading, scan_files, table_context, verify
+from .file_checks import DELETE_FILE, ListedFile, data_file, reading, table_context, verify_scan
 from .inlined import read_inlined
 from .pruning import Predicate, prune
 
@@ -102,7 +102,7 @@ def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = 
     mappings = state.name_mappings(table) if any(f.mapping_id is not None for f in files) else {}
     context = table_context(table.schema_name, table.name, s)
     if positions:
-        verify(context, scan_files(files, s))
+        verify_scan(context, files, s)
     tasks = []
     for f in files:
         tasks.append(
@@ -123,7 +123,7 @@ def check_plan(plan: ScanPlan) -> None:
     Raises:
         MissingDataFileError: a file is missing or of another size than listed, naming the table and snapshot.
     """
-    verify(plan_context(plan), scan_files((t.data_file for t in plan.files), plan.snapshot_id))
+    verify_scan(plan_context(plan), [t.data_file for t in plan.files], plan.snapshot_id)
 
 
 def plan_context(plan: ScanPlan) -> str:

@@ -34,7 +34,7 @@ from ..catalog.state import LakeState
 from ..errors import DuckLakeError
 from ..paths import data_file_name, delete_file_name, join_path, relative_to, to_local
 from ..read.deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
-from ..read.file_checks import reading_any, scan_files, table_context, verify
+from ..read.file_checks import reading_any, scan_files, table_context, verify_scan
 from ..read.inlined import read_inlined
 from ..read.scan import deleted_positions
 from ..records import ColumnStats, DataFile, TableInfo
@@ -232,9 +232,8 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
                                         "so its files cannot be linked or copied by the lake layer")
     # every file is linked or copied as it is: a missing or damaged one would make a clone that cannot be read
     context = table_context(source.schema_name, source.name, s)
-    listed = scan_files(files, s)
-    verify(context, listed)
-    with reading_any(context, listed):
+    verify_scan(context, files, s)
+    with reading_any(context, lambda: scan_files(files, s)):
         out = _cloned_files(state, source, files, source_dir)
     inlined = read_inlined(state, source, with_rowid=True)
     stats = state.table_stats(source)
