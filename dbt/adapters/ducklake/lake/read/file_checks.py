@@ -54,6 +54,7 @@ def table_context(schema: str, table: str, snapshot_id: int) -> str:
 
 
 def data_file(f: DataFile) -> ListedFile:
+    """A data file as the catalog lists it."""
     return ListedFile(f.path, f.file_size_bytes, DATA_FILE)
 
 
@@ -135,7 +136,7 @@ def forget(paths_: Iterable[str] | None = None) -> None:
 
 def damaged(context: str, f: ListedFile, problem: str, others: int = 0) -> MissingDataFileError:
     """The error for a file found damaged (problem: what is wrong, e.g. `is missing (...)`)."""
-    more = f" ({others} more {'file' if others == 1 else 'files'} of it too)" if others else ""
+    more = f" (and {others} more of the files read)" if others else ""
     return MissingDataFileError(f"{context}: {f.kind} {f.path} {problem}{more}; {ADVICE}",
                                 path=f.path, kind=f.kind, context=context)
 
