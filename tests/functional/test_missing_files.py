@@ -35,6 +35,10 @@ select id, v from {{ source('raw', 'ok') }} {% if is_incremental() %} where id <
 FEED = """{{ config(materialized='incremental', unique_key='id') }}
 select id, v, _ducklake_change_type from {{ ducklake_changes(source('raw', 'chg')) }}
 """
+PYTHON = """def model(dbt, session):
+    dbt.config(materialized="table")
+    return dbt.source("raw", "gone")
+"""
 SNAPSHOT = """{% snapshot snap %}
 {{ config(target_schema=schema, unique_key='id', strategy='check', check_cols=['v']) }}
 select * from {{ source('raw', 'five') }}
@@ -48,7 +52,7 @@ class TestMissingFiles:
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         tables = {f"m_{t}.sql": TABLE.format(t=t) for t in ("gone", "bad", "del", "rot")}
-        return {"sources.yml": SOURCES, "merged.sql": MERGED, "feed.sql": FEED, **tables}
+        return {"sources.yml": SOURCES, "merged.sql": MERGED, "feed.sql": FEED, "py_gone.py": PYTHON, **tables}
 
     @pytest.fixture(scope="class")
     def snapshots(self) -> dict[str, str]:
@@ -71,8 +75,8 @@ class TestMissingFiles:
             os.remove(path)
         before = damaged_lakes.latest_snapshot(catalog)
 
-        results, out = run_dbt_and_capture(["run", "--select", "m_gone", "m_bad", "m_del", "m_rot", "merged", "feed"],
-                                           expect_pass=False)
+        results, out = run_dbt_and_capture(["run", "--select", "m_gone", "m_bad", "m_del", "m_rot", "merged", "feed",
+                                            "py_gone"], expect_pass=False)
         messages = {r.node.name: r.message for r in results.results}
         assert all(r.status == "error" for r in results.results), messages
         expected = {
@@ -83,6 +87,8 @@ class TestMissingFiles:
             "m_del": f"lake table raw.del at snapshot {before}: delete file {d.paths['del']} is missing",
             # the right size: found by Spark reading it, told as the lake file
             "m_rot": f"lake table raw.rot at snapshot {before}: data file {d.paths['rot']} is not a Parquet file",
+            # a Python model's dbt.source()
+            "py_gone": f"lake table raw.gone at snapshot {before}: data file {d.paths['gone']} is missing",
             # a MERGE reads the target's files that may hold its keys
             "merged": f"lake table {schema}.merged at snapshot {before}: data file {merged[0]} is missing",
         }
