@@ -6,9 +6,10 @@ rows (one Parquet file each, inlining off), then a DELETE of about 1 % of the ro
 `count(*)`, a selective filter and a full-column aggregate through the view; the same queries by
 `spark.read.parquet` of the same live file list (no deletes applied: the floor); and DuckDB's times on the lake.
 Planning is measured as the adapter plans a statement (`LakeNames`): the first reader of the snapshot with nothing
-cached and no manifest on disk ("cold", split into its steps), a new process's first reader where the manifest
-exists, the same snapshot again, and after an unrelated commit. Above 10,000 files the lake is built by
-multi-file INSERTs (see `build_lake`); the lake's shape is read back from DuckDB's catalog tables.
+cached and no manifest on disk ("cold", split into its steps, the check of the files on storage among them), a new
+process's first reader where the manifest exists, the same snapshot again, and after an unrelated commit; and the
+lake check (`check_files`, with and without footers). Above 10,000 files the lake is built by multi-file INSERTs (see
+`build_lake`); the lake's shape is read back from DuckDB's catalog tables.
 
 Run: .venv/bin/python -m bench.many_files [--files 1000,10000] [--repeat 2] [--workdir DIR] [--json out.json]
      [--build auto|per-insert|multi] [--skip queries,spark_count,spark_filter,spark_aggregate,adapter,duckdb]
@@ -127,6 +128,7 @@ class Phases:
 
     STEPS = (("state", "dbt.adapters.ducklake.lake.lake", "DuckLake.advance"),
              ("plan_scan (catalog rows of the files)", "dbt.adapters.ducklake.spark.scan", "plan_scan"),
+             ("verify (the files on storage, as listed)", "dbt.adapters.ducklake.spark.scan", "verify_scan"),
              ("gather_deletes (read delete files)", "dbt.adapters.ducklake.spark.manifest", "gather_deletes"),
              ("materialize (links + deletes file)", "dbt.adapters.ducklake.spark.manifest", "_materialize"),
              ("spark_table (catalog tables)", "dbt.adapters.ducklake.spark.manifest", "spark_table"),
@@ -172,8 +174,10 @@ class Phases:
 def forget_process_caches(spark: Any) -> None:
     """As a new process sees the lake: no cached delete positions, no Spark tables over manifests (the manifest
     directories on disk stay: built by an earlier process)."""
+    from dbt.adapters.ducklake.lake.read import file_checks
     from dbt.adapters.ducklake.spark import manifest
 
+    file_checks.forget()  # every file is looked at again
     with manifest._lock:
         manifest._delete_cache.clear()
         manifest._delete_cache_rows = 0
@@ -240,6 +244,11 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
             spark.sql(f"CREATE OR REPLACE VIEW bench.events AS {sql}")
             return len(sql)
 
+        # the lake check (ducklake_check_files): every file's size, and with footers each footer read
+        from dbt.adapters.ducklake.lake.maintenance.check import check_files
+
+        out["check_files_s"], _ = timed(lambda: check_files(lake), repeat)
+        out["check_files_footers_s"], _ = timed(lambda: check_files(lake, footers=True), repeat)
         try:
             out["plan_s"], out["view_sql_chars"] = timed(plan, 1)  # re-planned (the manifest exists)
             out["plan_warm_s"], _ = timed(plan, repeat)

@@ -93,7 +93,7 @@ def test_warm_server_life_cycle_with_two_lakes(tmp_path: Path, servers: str) -> 
     finally:
         seed.close()
     with reference.attached(str(lake_b / "metadata.ducklake")) as con:
-        assert con.execute("SELECT id, name, timezone('UTC', ts) FROM lake.main.s ORDER BY id").fetchall() == [
+        assert con.execute("SELECT id, name, ts FROM lake.main.s ORDER BY id").fetchall() == [
             (1, "x", dt.datetime(2024, 3, 10, 2, 30)), (2, None, None)]
     dir_b, info_b = server_of(servers, lake_b)
     assert dir_b != dir_a and info_b is not None and info_b["pid"] != info_a["pid"]

@@ -66,8 +66,10 @@ def _project(root: Path, catalog: str, data: Path) -> Path:
     return root
 
 
-def _dbt(project: Path, command: str, *select: str) -> dict[str, tuple[str, int]]:
+def _dbt(project: Path, command: str, *select: str, tz: str | None = None) -> dict[str, tuple[str, int]]:
     env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable}
+    if tz is not None:  # the dbt process's local zone (the driver's naive datetimes must not depend on it)
+        env["TZ"] = tz
     proc = subprocess.run([sys.executable, "-c", "from dbt.cli.main import cli; cli()", command, "--project-dir",
                            str(project), "--log-path", str(project / "logs"), *select], env=env, cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=600)
@@ -154,12 +156,70 @@ def test_seeds_of_inferred_types_start_no_spark(tmp_path: Path) -> None:
         snapshots = con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()[0]
     assert driver == spark
     types, rows = driver
-    zoned = "TIMESTAMP WITH TIME ZONE"
-    assert dict(types) == {"id": "BIGINT", "amount": "DOUBLE", "flag": "BOOLEAN", "day": "DATE", "at": zoned,
-                           "at_space": zoned, "at_zone": zoned, "label": "VARCHAR"}
+    # zone-less date-times are TIMESTAMP (as DuckDB's CSV reader makes them), offsets an instant
+    assert dict(types) == {"id": "BIGINT", "amount": "DOUBLE", "flag": "BOOLEAN", "day": "DATE", "at": "TIMESTAMP",
+                           "at_space": "TIMESTAMP", "at_zone": "TIMESTAMP WITH TIME ZONE", "label": "VARCHAR"}
     assert [r[0] for r in rows] == [-9223372036854775808, -2, 1, 9223372036854775807]
     assert rows[2][7] == "héllo" and rows[1][7] == 'with "quote", comma' and rows[3][7] is None
     assert snapshots == 3  # the lake's creation, then one snapshot per seed
+
+
+WALL_TIMES_CSV = """id,at
+1,2026-03-01 09:30:00
+2,2026-07-01 23:59:59
+3,
+4,1970-01-01 00:00:00
+"""
+INSTANTS_CSV = """id,at
+1,2026-03-01T09:30:00+01:00
+2,2026-07-01T23:59:59Z
+"""
+
+
+@pytest.mark.slow
+def test_seed_date_times_without_a_zone_read_the_same_in_every_time_zone(tmp_path: Path) -> None:
+    """A zone-less seed column is DuckDB's TIMESTAMP: its text and hour() are the CSV's under any TimeZone, whether
+    the driver or Spark (a column_types override elsewhere in the seed) wrote it, and whatever the dbt process's
+    zone. A column with offsets is TIMESTAMP WITH TIME ZONE (instants); a column_types override of `timestamp` makes
+    the wall times instants too."""
+    catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
+    project = _project(tmp_path / "p", catalog, data)
+    (project / "seeds").mkdir()
+    for name, csv in [("wall_driver", WALL_TIMES_CSV), ("wall_spark", WALL_TIMES_CSV),
+                      ("wall_as_instants", WALL_TIMES_CSV), ("instants", INSTANTS_CSV)]:
+        (project / "seeds" / f"{name}.csv").write_text(csv)
+    (project / "dbt_project.yml").write_text(
+        "name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\nseeds:\n  lazy:\n"
+        "    wall_spark:\n      +column_types: {id: long}\n"  # Spark casts this seed, `at` still inferred
+        "    wall_as_instants:\n      +column_types: {at: timestamp}\n")
+    got = _dbt(project, "seed", tz="Europe/Berlin")
+    assert got == {n: ("success", None) for n in ("wall_driver", "wall_spark", "wall_as_instants", "instants")}
+    csv_text = [None if not line.split(",")[1] else line.split(",")[1] for line in WALL_TIMES_CSV.splitlines()[1:]]
+
+    with reference.attached(catalog, read_only=True) as con:
+        def at_type(name: str) -> str:
+            return con.execute(f"SELECT column_type FROM (DESCRIBE lake.main.{name}) WHERE column_name = 'at'"
+                               ).fetchone()[0]
+
+        assert at_type("wall_driver") == at_type("wall_spark") == "TIMESTAMP"
+        assert at_type("wall_as_instants") == at_type("instants") == "TIMESTAMP WITH TIME ZONE"
+        read: dict[str, dict[str, list[tuple]]] = {}
+        for zone in ("Europe/Berlin", "UTC"):
+            con.execute(f"SET TimeZone = '{zone}'")
+            read[zone] = {name: con.execute(f'SELECT id, hour("at"), CAST("at" AS VARCHAR), "at" FROM lake.main.{name} '
+                                            'ORDER BY id').fetchall()
+                          for name in ("wall_driver", "wall_spark", "wall_as_instants", "instants")}
+    for zone, tables in read.items():
+        assert tables["wall_driver"] == tables["wall_spark"], zone
+        assert [r[2] for r in tables["wall_driver"]] == csv_text, zone
+        assert [r[1] for r in tables["wall_driver"]] == [9, 23, None, 0], zone
+    assert read["Europe/Berlin"]["wall_driver"] == read["UTC"]["wall_driver"]
+    # instants: the same moments, shown in the reader's zone
+    assert [r[1] for r in read["UTC"]["instants"]] == [8, 23]
+    assert [r[1] for r in read["Europe/Berlin"]["instants"]] == [9, 1]
+    assert [r[3] for r in read["UTC"]["instants"]] == [r[3] for r in read["Europe/Berlin"]["instants"]]
+    # the override's instants are the CSV's wall times in UTC (the Spark session's zone)
+    assert [r[2] for r in read["UTC"]["wall_as_instants"]][:2] == ["2026-03-01 09:30:00+00", "2026-07-01 23:59:59+00"]
 
 
 FREEZE_PROBE = """

@@ -120,9 +120,11 @@ def test_registered_class_does_not_carry_the_files(lake: tuple) -> None:
     from pyspark import cloudpickle
 
     table = lake[2].snapshot().tables[("main", "e")]
-    files = [(f"/lake/data/f{i}.parquet", (f"/lake/data/f{i}-delete.parquet", 7, ()), None) for i in range(10_000)]
+    files = [(f"/lake/data/f{i}.parquet", (f"/lake/data/f{i}-delete.parquet", 7, ()), None, 1000 + i)
+             for i in range(10_000)]
     listed = first_read._FileList.write("test_side_file", files)
-    source = first_read._source_class("test_side_file", spark_schema(table.columns), list(table.columns), listed, 7)
+    source = first_read._source_class("test_side_file", spark_schema(table.columns), list(table.columns), listed, 7,
+                                      "lake table main.e at snapshot 7")
     assert len(cloudpickle.dumps(source)) < 20_000  # 10k files in the class itself pickled to 2.2 MB
     assert listed.read() == files
     reader = source({}).reader(spark_schema(table.columns))

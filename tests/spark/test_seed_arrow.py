@@ -37,7 +37,7 @@ def _arrow_values(table: object) -> list[tuple]:
     cols = []
     for col in table.columns:  # type: ignore[attr-defined]
         values = col.to_pylist()
-        if str(col.type).startswith("timestamp"):
+        if str(col.type).startswith("timestamp[us, tz="):
             epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
             values = [None if v is None else (v - epoch) // dt.timedelta(microseconds=1) for v in values]
         cols.append(values)
@@ -51,13 +51,20 @@ def test_driver_values_are_sparks_casts(spark: SparkSession, tmp_path: Path) -> 
     names = list(table.column_names)
     rows = [tuple(r) for r in table.rows]
     types = [DuckLakeAdapter.convert_type(table, i) for i in range(len(names))]
-    assert types[:7] == ["bigint", "double", "boolean", "date", "timestamp", "timestamp", "timestamp"]
+    # zone-less date-times are TIMESTAMP_NTZ (collected as their wall time on both sides); offsets make an instant
+    assert types[:7] == ["bigint", "double", "boolean", "date", "timestamp_ntz", "timestamp_ntz", "timestamp"]
     got = seed_arrow(names, rows, types)
     assert got is not None
     schema, data = got
     df = seed_dataframe(spark, names, rows, types)
     assert [(f.name, f.dataType) for f in schema.fields] == [(f.name, f.dataType) for f in df.schema.fields]
     assert _arrow_values(data) == _values(spark, df)
+    assert _arrow_values(data)[0][4:6] == (dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 1, 10))
+    # the same zone-less values as instants (a column_types override of `timestamp`): UTC wall time, as Spark's
+    as_instants = types[:4] + ["timestamp", "timestamp"] + types[6:]
+    got = seed_arrow(names, rows, as_instants)
+    assert got is not None
+    assert _arrow_values(got[1]) == _values(spark, seed_dataframe(spark, names, rows, as_instants))
     # text overrides of any column: the text Spark is given
     as_text = ["string"] * len(names)
     got = seed_arrow(names, rows, as_text)
@@ -72,6 +79,8 @@ def test_driver_values_are_sparks_casts(spark: SparkSession, tmp_path: Path) -> 
     ([("true",)], ["boolean"], "a text as a boolean"),
     ([(dt.datetime(2024, 1, 1, 1),)], ["date"], "a date-time as a date"),
     ([(dt.date(2024, 1, 1),)], ["timestamp"], "a date as a date-time"),
+    ([(dt.date(2024, 1, 1),)], ["timestamp_ntz"], "a date as a zone-less date-time"),
+    ([(dt.datetime(2024, 1, 1, 1, tzinfo=dt.timezone.utc),)], ["timestamp_ntz"], "an instant as a wall time"),
     ([(1,)], ["int"], "a type the driver leaves to Spark"),
     ([(1,)], ["decimal(10,2)"], "a type the driver leaves to Spark"),
     ([], ["bigint"], "no rows"),
@@ -84,3 +93,5 @@ def test_a_timestamp_ntz_session_casts_timestamps_itself() -> None:
     rows = [(dt.datetime(2024, 1, 1, 10),)]
     assert seed_arrow(["at"], rows, ["timestamp"]) is not None
     assert seed_arrow(["at"], rows, ["timestamp"], timestamp_ntz=True) is None
+    # an explicit timestamp_ntz does not depend on the session's setting
+    assert seed_arrow(["at"], rows, ["timestamp_ntz"], timestamp_ntz=True) is not None

@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
+from dbt.adapters.ducklake.lake.errors import MissingDataFileError
 from dbt.adapters.ducklake.spark import small_counts
 from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.read_pruning import PrunedQuery, prune_query
@@ -168,8 +169,9 @@ def test_tables_that_are_not_small_are_left_to_spark(spark: SparkSession, lake: 
             assert "__ducklake_one" not in prune_query(spark, st, sql).sql, name
 
 
-def test_a_missing_file_leaves_the_query_to_spark(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
-    """A file the catalog lists but the disk lacks: the query is Spark's, so is its error."""
+def test_a_missing_file_fails_the_count_naming_it(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
+    """A file the catalog lists but the disk lacks (gone after the view's plan checked it): the count on the driver
+    fails as every read of it does, naming the table, the snapshot and the file; never a count of the other files."""
     import os
 
     _, lk = lake
@@ -177,6 +179,8 @@ def test_a_missing_file_leaves_the_query_to_spark(spark: SparkSession, lake: tup
     path = st.files(st.table("main", "c"))[0].path
     os.rename(path, path + ".away")
     try:
-        assert "__ducklake_one" not in prune_query(spark, st, _TEST.format(inner=_UNIQUE.format(c="cid", t="main.c"))).sql
+        with pytest.raises(MissingDataFileError, match=f"^lake table main.c at snapshot {st.snapshot_id}: data file "
+                                                       f"{path} is missing"):
+            prune_query(spark, st, _TEST.format(inner=_UNIQUE.format(c="cid", t="main.c")))
     finally:
         os.rename(path + ".away", path)

@@ -1,6 +1,6 @@
 """Spark errors as users see them: the class and message, not the plan (pure logic)."""
 
-from dbt.adapters.ducklake.connections import short_spark_error
+from dbt.adapters.ducklake.connections import short_jvm_error, short_spark_error
 
 PLAN_ERROR = """[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `no_col` cannot be \
 resolved. Did you mean one of the following? [`id`]. SQLSTATE: 42703; line 1 pos 7;
@@ -33,3 +33,26 @@ def test_a_duckdb_function_gets_the_spark_way() -> None:
     assert other.endswith("Models run as Spark SQL (Spark's functions, not DuckDB's).")
     assert short_spark_error("[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'.") == \
         "[PARSE_SYNTAX_ERROR] Syntax error at or near 'x'."
+
+
+PY4J_ERROR = """An error occurred while calling o107.getResult.
+: org.apache.spark.SparkException: Exception thrown in awaitResult: \x20
+\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:56)
+\tat org.apache.spark.security.SocketAuthServer.getResult(SocketAuthServer.scala:98)
+Caused by: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file x. SQLSTATE: KD001
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(QueryExecutionErrors.scala:856)
+\t... 21 more
+Caused by: java.lang.RuntimeException: x is not a Parquet file. Expected magic number at tail, but found [-82, 13, 8, 0]
+\tat org.apache.parquet.hadoop.ParquetFileReader.readFooter(ParquetFileReader.java:602)"""
+
+
+def test_py4j_errors_lose_their_jvm_frames() -> None:
+    short = short_jvm_error(PY4J_ERROR)
+    assert short.splitlines() == [
+        "An error occurred while calling o107.getResult.",
+        ": org.apache.spark.SparkException: Exception thrown in awaitResult:",
+        "Caused by: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file x. "
+        "SQLSTATE: KD001",
+        "Caused by: java.lang.RuntimeException: x is not a Parquet file. Expected magic number at tail, but found "
+        "[-82, 13, 8, 0]"]
+    assert short_jvm_error("a catalog error\nover two lines") == "a catalog error\nover two lines"  # no frames

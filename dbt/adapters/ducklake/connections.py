@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -22,10 +23,11 @@ from .credentials import DuckLakeCredentials, os_user
 from .cursor import DuckLakeCursor
 from .invocation import dbt_command
 from .lake.catalog.state import LakeState
-from .lake.errors import DuckLakeError
+from .lake.errors import DuckLakeError, MissingDataFileError
 from .publish import Build, build_for
 from .router import Change, RoutingError
 from .runtime import Runtime, SetupError, runtime_for
+from .spark.read_errors import lake_file_error
 from .spark.session import cancel_tagged
 from .spark.work import LakeWork
 
@@ -173,6 +175,42 @@ def _dialect_hint(text: str) -> str | None:
             + (f": for DuckDB's {name}(), use {known}" if known else "") + ".")
 
 
+# a JVM stack frame of a Py4J error's text ("\tat org.apache...(File.java:1)", "... 12 more")
+_JVM_FRAME = re.compile(r"^\s*(at [\w$.<>/-]+\(.*\)|\.\.\. \d+ more)\s*$")
+
+
+def short_jvm_error(text: str) -> str:
+    """An error that carries a JVM stack (Py4J's, from a call outside PySpark's error conversion) as its messages
+    only: the first line and each cause, without the frames (those are logged at debug level). Other text is
+    returned as it is."""
+    lines = text.strip().splitlines()
+    if not any(_JVM_FRAME.match(line) for line in lines):
+        return text.strip()
+    out = [line.strip() for line in lines if line.strip() and not _JVM_FRAME.match(line)]
+    if len(out) > MAX_ERROR_LINES:
+        out = out[:MAX_ERROR_LINES] + ["(the full error is in logs/dbt.log at debug level)"]
+    return "\n".join(out)
+
+
+CHECK_HINT = "`dbt run-operation ducklake_check_files` lists every missing or damaged file of the lake"
+
+
+def missing_file_message(e: MissingDataFileError) -> str:
+    """How dbt shows a read refused for a missing or damaged lake file: the class, the table, snapshot and file,
+    what to do."""
+    return f"{type(e).__name__}: {e}; {CHECK_HINT}"
+
+
+def read_failure(e: BaseException) -> MissingDataFileError | None:
+    """The lake file behind a failed statement: our own check's error, or a Spark read error about a file a read
+    noted (spark/read_errors.py); None for any other error."""
+    if isinstance(e, MissingDataFileError):
+        return e
+    if isinstance(e, DuckLakeError):
+        return None
+    return lake_file_error(str(e))
+
+
 def provenance(node: dict[str, Any]) -> dict[str, Any]:
     from dbt.version import __version__ as dbt_version
     from dbt_common.invocation import get_invocation_id
@@ -206,18 +244,30 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         except SetupError as e:  # the embedded Spark, started by the first statement that needs it, did not start
             self.rollback_if_open()
             raise DbtRuntimeError(str(e)) from None  # redacted when made
-        except (DuckLakeError, RoutingError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - a read of a missing or damaged lake file, whatever raised it
+            missing = read_failure(e)
+            if missing is None:
+                self._database_error(sql, e)
+            # the statement, the error as raised and its trace (Spark's JVM stack too) stay in the debug log
+            logger.debug(self._redact(f"Read of a missing or damaged lake file while running:\n{sql}\n"
+                                      f"{''.join(traceback.format_exception(e))}"))
+            self.rollback_if_open()
+            raise DbtDatabaseError(self._redact(missing_file_message(missing))) from None
+
+    def _database_error(self, sql: str, e: Exception) -> NoReturn:
+        """Roll back and raise the DbtDatabaseError of a failed statement (the details at debug level)."""
+        if isinstance(e, (DuckLakeError, RoutingError, ValueError)):
             logger.debug(self._redact(f"DuckLake error while running:\n{sql}\n{e}"))
             self.rollback_if_open()
             raise DbtDatabaseError(self._redact(f"{type(e).__name__}: {e}")) from None
-        except PySparkException as e:
+        if isinstance(e, PySparkException):
             logger.debug(f"Spark error while running:\n{sql}\n{e}")  # the whole error, plan included
             self.rollback_if_open()
             raise DbtDatabaseError(self._redact(short_spark_error(str(e)))) from None
-        except Exception as e:  # e.g. a catalog driver's error: still rolled back, still a database error
-            logger.debug(self._redact(f"Error while running:\n{sql}\n{e}"))
-            self.rollback_if_open()
-            raise DbtDatabaseError(self._redact(f"{type(e).__name__}: {str(e).strip()}")) from None
+        # e.g. a catalog driver's error, or Py4J's error of a JVM call: still rolled back, still a database error
+        logger.debug(self._redact(f"Error while running:\n{sql}\n{e}"))
+        self.rollback_if_open()
+        raise DbtDatabaseError(self._redact(f"{type(e).__name__}: {short_jvm_error(str(e))}")) from None
 
     def _redact(self, text: str) -> str:
         creds = self.profile.credentials

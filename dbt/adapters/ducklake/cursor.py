@@ -164,17 +164,24 @@ class DuckLakeCursor:
             yield PrunedQuery(sql)
             return
         state = h.read_state()
-        tree = parse(sql)
-        with rt.names.bound(read_refs(tree) if tree is not None else set(), state) as relations:
+        with contextlib.ExitStack() as held:
 
-            def bind(text: str) -> str:  # a subquery the pruning runs reads the same snapshot
+            def bind(text: str) -> str:
+                """The text with its lake reads bound to the state, valid until the statement ends (nothing is bound,
+                and no Spark started, for a statement the catalog or the driver answers)."""
+                tree = parse(text)
+                relations = held.enter_context(rt.names.bound(read_refs(tree) if tree is not None else set(), state))
                 rt.names.refresh(unbound(table_refs(text), relations), default_schema, state)
-                return rebind(text, relations)
+                return rebind(text, relations, tree)
 
+            # a subquery the pruning runs reads the same snapshot (bind)
             with pruned_reads(rt.spark, state, sql, bind) as q:
-                # a table read only through pruned views needs no Spark name of its own
-                rt.names.refresh(unbound(refs - q.replaced, relations), default_schema, state)
-                q.sql = rebind(q.sql, relations, tree if q.sql == sql else None)
+                if q.row is None:  # a table read only through pruned views needs no Spark name of its own
+                    q.sql = bind(q.sql)
+                    # bare names (the profile's schema) resolve through the shared names
+                    rt.names.refresh({r for r in refs - q.replaced if not r[0]}, default_schema, state)
+                else:
+                    rt.names.refresh(refs - q.replaced, default_schema, state)
                 yield q
 
     @property

@@ -25,9 +25,10 @@ from pyspark.errors import AnalysisException
 from . import gc_freeze, python_models, time_travel
 from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
-from .connections import DuckLakeConnectionManager, DuckLakeHandle
+from .connections import DuckLakeConnectionManager, DuckLakeHandle, missing_file_message
 from .credentials import DuckLakeCredentials
 from .lake.catalog.state import LakeState, ci_lookup
+from .lake.errors import MissingDataFileError
 from .lake.read.scan import row_count
 from .relation import DuckLakeRelation
 from .runtime import SetupError
@@ -112,6 +113,14 @@ class DuckLakeAdapter(SparkAdapter):
     def quote(cls, identifier: str) -> str:  # type: ignore[override]
         # a classmethod: dbt renders contract column lists from a classmethod (render_raw_columns_constraints)
         return f"`{identifier}`"  # as dbt-spark (which also quotes None, for the test utilities)
+
+    @classmethod
+    def convert_datetime_type(cls, agate_table: Any, col_idx: int) -> str:
+        """A seed column of date-times: `timestamp_ntz` (DuckLake TIMESTAMP) when no value carries a zone or offset,
+        as DuckDB's and dbt-duckdb's CSV readers make it (the CSV's wall time, read the same under any TimeZone);
+        Spark's `timestamp` (an instant, DuckLake TIMESTAMPTZ) when any value does (agate keeps the offset)."""
+        zoned = any(v is not None and v.tzinfo is not None for v in agate_table.columns[col_idx].values())
+        return "timestamp" if zoned else "timestamp_ntz"
 
     # access to the lake ---------------------------------------------------------------------------------------
     def _handle(self) -> DuckLakeHandle:
@@ -352,6 +361,8 @@ class DuckLakeAdapter(SparkAdapter):
                                  bool(incremental), [k for k in keys if k], h.pin_next_unit())
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
+        except MissingDataFileError as e:
+            raise DbtRuntimeError(missing_file_message(e)) from None
 
     @available
     def ducklake_replay_sql(self, upstream: BaseRelation, target: BaseRelation, target_exists: bool) -> str:
@@ -368,6 +379,8 @@ class DuckLakeAdapter(SparkAdapter):
                                 bool(target_exists), h.pin_next_unit())
         except ChangeFeedError as e:
             raise DbtRuntimeError(str(e)) from e
+        except MissingDataFileError as e:
+            raise DbtRuntimeError(missing_file_message(e)) from None
 
     @available
     def ducklake_at(self, relation: BaseRelation, version: Any = None, timestamp: Any = None,
@@ -384,6 +397,8 @@ class DuckLakeAdapter(SparkAdapter):
             return time_travel.relation_at(rt.spark, rt.lake, relation.schema, relation.identifier, snap)
         except (time_travel.TimeTravelError, ValueError) as e:
             raise DbtRuntimeError(str(e)) from e
+        except MissingDataFileError as e:
+            raise DbtRuntimeError(missing_file_message(e)) from None
 
     @available
     def ducklake_python_model(self, model: dict[str, Any], compiled_code: str) -> str:
@@ -442,6 +457,8 @@ class DuckLakeAdapter(SparkAdapter):
             df = python_models.run_model(session_of(rt.spark), compiled_code, model_name=name, filename=filename, load=load,
                                          at=at, changes=changes)
         except python_models.PythonModelError as e:
+            if isinstance(e.__cause__, MissingDataFileError):  # a ref or source it read: no traceback needed
+                raise DbtRuntimeError(missing_file_message(e.__cause__)) from None
             raise DbtRuntimeError(str(e)) from None  # the model's own traceback is in the message
         view = python_models.temp_view_name(model.get("unique_id") or name)
         df.createOrReplaceTempView(view)
@@ -478,10 +495,11 @@ class DuckLakeAdapter(SparkAdapter):
     @available
     def ducklake_maintenance(self, operation: str, **kwargs: Any) -> str:
         """Run a lake maintenance operation (expire_snapshots, cleanup_old_files, delete_orphaned_files,
-        merge_adjacent_files, flush_inlined_data) with DuckDB's semantics; returns a one-line summary."""
+        merge_adjacent_files, flush_inlined_data) with DuckDB's semantics, or check_files; returns a one-line
+        summary."""
         from .maintenance import run
 
-        if self._handle().build is not None:
+        if self._handle().build is not None and operation != "check_files":  # a check commits nothing
             raise DbtRuntimeError(f"ducklake {operation}: lake maintenance commits snapshots of its own, which a "
                                   "write-audit-publish build cannot hold back: run it with `dbt run-operation` after "
                                   "the build")

@@ -11,6 +11,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .lake.errors import DuckLakeError
 from .lake.maintenance import cleanup as mt
+from .lake.maintenance.check import check_files
 from .lake.maintenance.option_values import parse_size
 from .runtime import Runtime
 
@@ -76,6 +77,40 @@ def _expire(rt: Runtime, kw: dict[str, Any]) -> str:
     return summary
 
 
+SHOWN_PROBLEMS = 20  # damaged files listed in the error (beyond that, every one is logged)
+
+
+def check(rt: Runtime, **kw: Any) -> str:
+    """ducklake_check_files: the files the catalog lists, for every snapshot it holds, that are missing, of another
+    size or (footers=true) unreadable; returns the summary when there are none.
+
+    Raises:
+        DbtRuntimeError: a file is missing or damaged (the run-operation fails, listing them), or bad arguments.
+    """
+    footers = bool(_either(kw, "footers", "read_footers"))
+    try:
+        got = check_files(rt.lake, _either(kw, "schema", "schema_name"), _either(kw, "table", "table_name"),
+                          footers=footers)
+    except (ValueError, DuckLakeError) as e:
+        raise DbtRuntimeError(f"ducklake_check_files: {e}") from e
+    what = (f"{got.checked} files ({got.data_files} data, {got.delete_files} delete files) of every snapshot the "
+            "catalog holds")
+    if not got.problems:
+        summary = f"ducklake_check_files: {what}: all present with their catalog sizes" + (
+            ", footers readable" if footers else "")
+        logger.info(summary)
+        return summary
+    shown = [str(p) for p in got.problems[:SHOWN_PROBLEMS]]
+    if len(got.problems) > SHOWN_PROBLEMS:  # the error shows the first ones: every one is logged
+        for p in got.problems:
+            logger.warning(f"ducklake_check_files: {p}")
+        shown.append(f"... and {len(got.problems) - SHOWN_PROBLEMS} more (each one is logged above)")
+    raise DbtRuntimeError(
+        f"ducklake_check_files: {len(got.problems)} of {what} are missing or damaged:\n" + "\n".join(shown) +
+        "\nRestore them from a backup (to the same paths), or rebuild their tables from their sources; reads of "
+        "those tables fail until then (at the snapshots listed)")
+
+
 def run(rt: Runtime, op: str, **kw: Any) -> Any:
     """Run one maintenance operation on the runtime's lake, refresh the Spark views, return a printable summary.
 
@@ -83,6 +118,8 @@ def run(rt: Runtime, op: str, **kw: Any) -> Any:
         DbtRuntimeError: bad arguments or the lake refused the operation (nothing changed).
     """
     lake = rt.lake
+    if op == "check_files":
+        return check(rt, **kw)  # reads only: no view to refresh
     try:
         if op == "expire_snapshots":
             summary = _expire(rt, kw)

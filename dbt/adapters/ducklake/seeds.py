@@ -53,7 +53,7 @@ def is_inline(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
 # values' text would: their Spark types
 _DRIVER_TYPES: dict[str, T.DataType] = {
     "bigint": T.LongType(), "double": T.DoubleType(), "string": T.StringType(), "boolean": T.BooleanType(),
-    "date": T.DateType(), "timestamp": T.TimestampType(),
+    "date": T.DateType(), "timestamp": T.TimestampType(), "timestamp_ntz": T.TimestampNTZType(),
 }
 DRIVER_ROWS = 100_000  # as many rows as a small Spark result the driver writes (spark/local_write)
 _LONG = INT_RANGES["int64"]
@@ -69,8 +69,9 @@ def seed_arrow(names: Sequence[str], rows: Sequence[Sequence[Any]], types: Seque
     on the driver (no Spark: a `dbt seed` of such seeds needs no JVM); None when Spark must cast them.
 
     Only the types dbt infers, with values as agate parsed them for those types: integral numbers in BIGINT's range
-    for bigint, numbers for double, booleans, dates, date-times (a naive one is UTC wall time, as in the session's
-    UTC zone; `timestamp_ntz`: the session's `timestamp` is TIMESTAMP_NTZ, left to Spark), and any value for string
+    for bigint, numbers for double, booleans, dates, date-times for timestamp (a naive one is UTC wall time, as in the
+    session's UTC zone; `timestamp_ntz`: the session's `timestamp` is TIMESTAMP_NTZ, left to Spark), naive date-times
+    for timestamp_ntz (their wall time as is, as Spark's cast of their text), and any value for string
     (its text, as Spark is given it). Another type (a column_types override), another value (a cast Spark decides,
     e.g. the text "1.5" as bigint), no rows, or more than DRIVER_ROWS rows: None.
     """
@@ -111,6 +112,10 @@ def _driver_value(kind: str, v: Any) -> Any:
             return v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v.astimezone(dt.timezone.utc)
         except OverflowError:  # beyond Python's year 9999 in UTC: Spark's range is wider
             raise _ToSpark from None
+    elif kind == "timestamp_ntz" and isinstance(v, dt.datetime) and v.tzinfo is None:
+        # Spark's cast of a zone-less text to TIMESTAMP_NTZ keeps its wall time (no session zone involved); a zoned
+        # value (a column_types override of a column with offsets) is Spark's to decide
+        return v
     raise _ToSpark
 
 

@@ -1,6 +1,6 @@
 """dbt-tests-adapter's docs generate and catalog suites. Spark's type names (`bigint` for a seed's integers, as
-dbt-spark, `string`, `timestamp`) and relation types (`table`, `view`, as dbt-spark); tables carry DuckLake's row and
-byte statistics, checked here against what DuckDB reads from the same lake."""
+dbt-spark, `string`, `timestamp_ntz` for zone-less date-times) and relation types (`table`, `view`, as dbt-spark);
+tables carry DuckLake's row and byte statistics, checked here against what DuckDB reads from the same lake."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class TestDocsGenerate(NoUser, BaseDocsGenerate):
     @pytest.fixture(scope="class")
     def expected_catalog(self, project, profile_user):
         return expected_catalog.base_expected_catalog(
-            project, role=None, id_type="bigint", text_type="string", time_type="timestamp", view_type="view",
+            project, role=None, id_type="bigint", text_type="string", time_type="timestamp_ntz", view_type="view",
             table_type="table", model_stats=expected_catalog.no_stats(),
         )
 
@@ -77,7 +77,7 @@ class TestDocsGenReferences(NoUser, BaseDocsGenReferences):
     @pytest.fixture(scope="class")
     def expected_catalog(self, project, profile_user):
         return expected_catalog.expected_references_catalog(
-            project, role=None, id_type="bigint", text_type="string", time_type="timestamp", bigint_type="bigint",
+            project, role=None, id_type="bigint", text_type="string", time_type="timestamp_ntz", bigint_type="bigint",
             view_type="view", table_type="table", model_stats=expected_catalog.no_stats(),
         )
 

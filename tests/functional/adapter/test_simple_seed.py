@@ -67,8 +67,9 @@ class TestEmptySeed(BaseTestEmptySeed):
     pass
 
 
-# Spark type names for the Postgres ones in the suite (seeds infer bigint for integers, timestamp for datetimes)
-_SPARK_TYPES = {"text": "string", "integer": "bigint", "timestamp without time zone": "timestamp"}
+# Spark type names for the Postgres ones in the suite (seeds infer bigint for integers, timestamp_ntz for zone-less
+# date-times, as Postgres's timestamp without time zone)
+_SPARK_TYPES = {"text": "string", "integer": "bigint", "timestamp without time zone": "timestamp_ntz"}
 
 
 class TestSimpleSeedColumnOverride(BaseSimpleSeedColumnOverride):

@@ -69,3 +69,16 @@ class CommitStateUnknownError(DuckLakeError):
 
 class TransactionClosedError(DuckLakeError):
     """A transaction was used after it committed or failed."""
+
+
+class MissingDataFileError(DuckLakeError):
+    """A data or delete file the catalog lists is missing, of another size than listed, or unreadable: a read of it
+    would be wrong (Spark skips a missing file silently), so it is refused.
+
+    path is the file's path as the catalog resolves it; context names the table and snapshot being read."""
+
+    def __init__(self, message: str, *, path: str, kind: str, context: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.kind = kind
+        self.context = context

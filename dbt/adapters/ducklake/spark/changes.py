@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.lake import DuckLake
-from ..lake.read.changes import FileDeletions, FileInsertions, plan_changes
+from ..lake.read.changes import FileDeletions, FileInsertions, TableChanges, changes_context, plan_changes
 from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.read.file_checks import data_file, reading_any
 from ..lake.read.inlined import read_inlined
 from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, DataFile, TableInfo
-from . import manifest, scan
+from . import manifest, read_errors, scan
 from .projection import physical_schema, projection
 from .scan import POS, file_uri, footer_relation, readable_files
 from .sql_literals import ident, literal
@@ -36,7 +37,15 @@ def table_changes(spark: SparkSession, lake: DuckLake, schema: str, table: str, 
 def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, start: int, end: int) -> str:
     """The Spark SQL of the change feed (see table_changes). Files are read through a manifest (see spark/manifest):
     the SQL does not grow with the number of files that changed; the deleted positions are a Parquet file of it."""
-    plan = plan_changes(lake, schema, table, start, end)
+    plan = plan_changes(lake, schema, table, start, end)  # checks the files it reads
+    files = [c.data_file for c in (*plan.insertions, *plan.deletions)]
+    context = changes_context(plan.table.schema_name, plan.table.name, start, end)
+    read_errors.note_files(plan.table.table_id, context, end, files)
+    with reading_any(context, lambda: [data_file(f) for f in files]):  # footers read while planning
+        return _changes_sql(spark, lake, plan, start, end)
+
+
+def _changes_sql(spark: SparkSession, lake: DuckLake, plan: TableChanges, start: int, end: int) -> str:
     cols = plan.table.columns
     use = scan.USE_MANIFESTS
     defaults = manifest.default_columns(cols)

@@ -45,6 +45,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from ..lake.read.file_checks import table_context
 from ..lake.read.scan import DeleteSources, FileScanTask, delete_sources
 from ..lake.records import Column, TableInfo
 from .session import is_classic
@@ -87,7 +88,8 @@ def _plain(c: Column) -> bool:
 def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTask], snapshot_id: int) -> str:
     """The SELECT of these files' live rows at the snapshot through a data source table (registered once)."""
     schema = spark_schema(table.columns)
-    files = tuple((t.data_file.path, delete_sources(t.data_file, snapshot_id), t.max_snapshot) for t in tasks)
+    files = tuple((t.data_file.path, delete_sources(t.data_file, snapshot_id), t.max_snapshot,
+                   t.data_file.file_size_bytes) for t in tasks)
     columns = [(c.column_id, c.name, c.type, c.initial_default) for c in table.columns]  # renames, widenings too
     key = hashlib.sha1(repr((table.table_id, snapshot_id, columns, files)).encode())
     name = f"{MARK}{key.hexdigest()[:24]}"
@@ -95,7 +97,8 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
     with _lock:
         if done not in _registered:
             _settle_lookup(spark)
-            source = _source_class(name, schema, list(table.columns), _FileList.write(name, files), snapshot_id)
+            source = _source_class(name, schema, list(table.columns), _FileList.write(name, files), snapshot_id,
+                                   table_context(table.schema_name, table.name, snapshot_id))
             spark.dataSource.register(source)
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(DATABASE)}")
             # the columns given: Spark then takes them as the table's schema instead of starting a Python worker to
@@ -206,14 +209,16 @@ class _FileList:
 
 
 class _Partition(InputPartition):
-    def __init__(self, files: list[tuple[str, DeleteSources, int | None]]) -> None:
+    def __init__(self, files: list[tuple[str, DeleteSources, int | None, int]]) -> None:
         super().__init__(None)
         self.files = files
 
 
 class _Reader(DataSourceReader):
-    def __init__(self, columns: list[Column], files: _FileList, schema: T.StructType, snapshot_id: int) -> None:
+    def __init__(self, columns: list[Column], files: _FileList, schema: T.StructType, snapshot_id: int,
+                 context: str) -> None:
         self.columns, self.files, self.schema, self.snapshot_id = columns, files, schema, snapshot_id
+        self.context = context  # how an error about a file names the read (file_checks.table_context)
 
     def partitions(self) -> list[_Partition]:  # runs on the driver's machine (Spark's planning worker)
         files = self.files.read()
@@ -224,20 +229,24 @@ class _Reader(DataSourceReader):
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        from ..lake.read.file_checks import DELETE_FILE, ListedFile, reading_any
         from ..lake.read.scan import positions_of, read_data_file
 
         target = to_arrow_schema(self.schema)
         assert isinstance(partition, _Partition)
-        for path, sources, max_snapshot in partition.files:
-            deleted = positions_of(sources, self.snapshot_id)
-            rows = read_data_file(path, self.columns, deleted_positions=deleted, max_snapshot=max_snapshot)
+        for path, sources, max_snapshot, size in partition.files:
+            # a file damaged since the plan checked it fails the task naming it (pyarrow's errors may not)
+            listed = [ListedFile(path, size)] + ([ListedFile(sources[0], None, DELETE_FILE)] if sources[0] else [])
+            with reading_any(self.context, lambda listed=listed: listed):
+                deleted = positions_of(sources, self.snapshot_id)
+                rows = read_data_file(path, self.columns, deleted_positions=deleted, max_snapshot=max_snapshot)
             if rows.num_rows:
                 yield from pa.Table.from_arrays([rows.column(i).cast(f.type) for i, f in enumerate(target)],
                                                 schema=target).to_batches()
 
 
 def _source_class(name: str, table_schema: T.StructType, columns: list[Column], files: _FileList,
-                  snapshot_id: int) -> type[DataSource]:
+                  snapshot_id: int, context: str) -> type[DataSource]:
     """A data source class of its own for one table at one snapshot (see the module)."""
 
     def _name(cls: type) -> str:
@@ -247,6 +256,6 @@ def _source_class(name: str, table_schema: T.StructType, columns: list[Column], 
         return table_schema
 
     def _reader(self: DataSource, schema: T.StructType) -> DataSourceReader:  # noqa: ARG001 - called by keyword
-        return _Reader(columns, files, table_schema, snapshot_id)
+        return _Reader(columns, files, table_schema, snapshot_id, context)
 
     return type(name, (DataSource,), {"name": classmethod(_name), "schema": _schema, "reader": _reader})

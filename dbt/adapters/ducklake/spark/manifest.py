@@ -51,6 +51,7 @@ from ..lake.read.deletes import (
 )
 from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, DeleteFile, TableInfo
+from . import read_errors
 from .projection import default_sql
 from .readable import READABLE, ensure_copies
 from .session import ensure_database
@@ -162,6 +163,8 @@ def link_targets(root: str, table: TableInfo, files: Sequence[tuple[str, int, En
         made = ensure_copies(root, copies, table.columns)
         with _lock:
             _in_use.update(made.values())  # read by this process: never removed by its own cleanup
+        for p, target in made.items():
+            read_errors.note_copy(target, p)  # Spark's errors name the copy: explained as the lake file
         out.update({p: made[to_local(p)] for p, _s, e in files if unopenable(e, table.columns) is not None})
     return out
 

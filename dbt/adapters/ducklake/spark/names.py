@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import logging
 import threading
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ..lake.catalog.state import LakeState, ci_lookup
+from ..lake.errors import MissingDataFileError
 from ..lake.lake import DuckLake
 from ..lake.records import TableInfo
 from .bound_reads import Key, rebind, view_refs
@@ -39,6 +41,7 @@ GLOBAL_TEMP = "global_temp"  # Spark's database of global temp views: never a la
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
 PRIVATE = "__ducklake_read_"  # the temporary views of bound reads (bound_reads): then a hash of their SQL
 _VIEW_DEPTH = 32  # views of views bound for one statement (dbt's staging and intermediate layers)
+_log = logging.getLogger(__name__)
 
 
 def table_refs(sql: str) -> set[tuple[str, str]]:
@@ -235,10 +238,18 @@ class LakeNames:
                                  or (schema.lower(), name.lower()) in self._registered)
 
     def refresh_all(self) -> None:
+        """Re-register every lake object at the latest snapshot (after maintenance changed files). An object that
+        cannot be read now (a missing or damaged file) loses its view: a statement naming it fails then, naming the
+        file, and the others stay readable."""
         with self._lock:
             st = self.state()
             for schema, name in list(st.tables) + list(st.views):
-                self._refresh_one(st, schema, name)
+                try:
+                    self._refresh_one(st, schema, name)
+                except MissingDataFileError:
+                    _log.debug("%s.%s not registered: a file of it is missing or damaged", schema, name,
+                                exc_info=True)
+                    self.forget(schema, name)
 
     def invalidate(self, refs: Iterable[tuple[str, str]]) -> None:
         """After a commit changed these objects: drop their Spark views rather than re-register them now (a CREATE

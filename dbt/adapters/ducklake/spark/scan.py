@@ -26,11 +26,12 @@ from ..lake.errors import DuckLakeError
 from ..lake.maintenance.cleanup import SPARK_MANIFESTS
 from ..lake.paths import join_path
 from ..lake.read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
+from ..lake.read.file_checks import reading_any, scan_files, verify_scan
 from ..lake.read.inlined import read_inlined
 from ..lake.read.pruning import Predicate
-from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_scan
+from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_context, plan_scan
 from ..lake.records import Column, DataFile, TableInfo
-from . import first_read, manifest, remote_readable, s3a
+from . import first_read, manifest, read_errors, remote_readable, s3a
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
@@ -69,13 +70,18 @@ def table_sql(spark: SparkSession, state: LakeState, table: TableInfo, predicate
 
     Raises:
         UnsupportedTypeError: a column has a type Spark cannot hold (checked before anything is read).
+        MissingDataFileError: a file to read is missing or damaged (lake/read/file_checks.py).
     """
     spark_schema(table.columns)
     return plan_sql(spark, state, table, plan_scan(state, table, predicate, positions=False))
 
 
 def plan_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan) -> str:
-    """The SELECT of a scan plan's files (pruned or not) and the table's inlined rows (see `table_sql`)."""
+    """The SELECT of a scan plan's files (pruned or not) and the table's inlined rows (see `table_sql`).
+
+    Raises:
+        MissingDataFileError: a file to read is missing or damaged.
+    """
     spark_schema(table.columns)
     branches = _file_branches(spark, state, table, plan, locators=False)
     inlined = _inlined_sql(state, table)
@@ -104,7 +110,21 @@ def _split(table: TableInfo, plan: ScanPlan) -> tuple[list[FileScanTask], list[F
 def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
                    locators: bool) -> list[str]:
     """SELECTs of the plan's files: manifest reads (a bounded number) and footer-based groups; with locators, each
-    row's FILE, POS and RID come first."""
+    row's FILE, POS and RID come first.
+
+    Every file is checked first (present, with its catalog size: a manifest's link to a missing file, or a glob's
+    missing member, would be skipped by Spark without an error), and noted for spark/read_errors.py."""
+    context = plan_context(plan)
+    files = [t.data_file for t in plan.files]
+    verify_scan(context, files, plan.snapshot_id)
+    read_errors.note_files(table.table_id, context, plan.snapshot_id, files)
+    # footers and delete files read while planning
+    with reading_any(context, lambda: scan_files(files, plan.snapshot_id)):
+        return _planned_branches(spark, state, table, plan, locators)
+
+
+def _planned_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
+                      locators: bool) -> list[str]:
     linked, rest = _split(table, plan)
     out = []
     lay = None
@@ -157,7 +177,7 @@ def readable_files(spark: SparkSession, data_path: str, table: TableInfo, files:
             local[i] = enc
         else:
             remote.append(i)
-    if local:  # one call: the missing copies are made in parallel
+    if local:  # one call: the missing copies are made in parallel (and noted for spark/read_errors.py)
         targets = manifest.link_targets(manifest.table_root(data_path, table.table_id), table,
                                         [(files[i].path, files[i].file_size_bytes, e) for i, e in local.items()])
         for i in local:
@@ -170,6 +190,7 @@ def readable_files(spark: SparkSession, data_path: str, table: TableInfo, files:
             [(p, s, physical_schema(p, s)) for p, s in wanted], table.columns)
         for i in remote:
             path, size = made[files[i].path]
+            read_errors.note_copy(remote_readable.copy_key(files[i].path, files[i].file_size_bytes), files[i].path)
             out[i] = dataclasses.replace(files[i], path=path, file_size_bytes=size)
     return out
 

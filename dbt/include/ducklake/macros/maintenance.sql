@@ -28,3 +28,11 @@
   {% do adapter.ducklake_maintenance('flush_inlined_data', schema=schema, table=table, schema_name=schema_name,
                                      table_name=table_name) %}
 {% endmacro %}
+
+{#- Lists every data and delete file the catalog lists (for any snapshot it holds) that is missing or of another
+    size than listed; footers=true also reads each footer (not Parquet, unreadable, another record count). Fails
+    when it finds one; changes nothing. -#}
+{% macro ducklake_check_files(schema=none, table=none, footers=false, schema_name=none, table_name=none) %}
+  {% do adapter.ducklake_maintenance('check_files', schema=schema, table=table, footers=footers,
+                                     schema_name=schema_name, table_name=table_name) %}
+{% endmacro %}

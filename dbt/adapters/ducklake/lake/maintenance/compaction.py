@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from ..catalog.state import LakeState, load_state
 from ..errors import CommitConflictError
 from ..paths import delete_file_name, join_path
+from ..read import file_checks
 from ..read.deletes import (
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
@@ -249,12 +250,16 @@ def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Se
     mappings = state.name_mappings(info) if any(f.mapping_id is not None for f in sources) else {}
     parts, snaps = [], []
     adjacent, expect = True, None
+    # a missing or damaged source refuses the merge, named, before anything is written
+    context = file_checks.table_context(info.schema_name, info.name, state.snapshot_id)
+    file_checks.verify(context, [file_checks.data_file(f) for f in sources])
     for f in sources:
         task = FileScanTask(f, (), None, mappings.get(f.mapping_id) if f.mapping_id is not None else None)
-        part = read_file(task, table_v.columns, with_rowid=True)
+        with file_checks.reading(context, file_checks.data_file(f)):
+            part = read_file(task, table_v.columns, with_rowid=True)
+            with parquet_source(f.path) as source:
+                names = pq.read_schema(source).names
         parts.append(part)
-        with parquet_source(f.path) as source:
-            names = pq.read_schema(source).names
         if SNAPSHOT_COLUMN in names:
             with parquet_source(f.path) as source:
                 snaps.append(pq.read_table(source, columns=[SNAPSHOT_COLUMN]).column(0).cast(pa.int64()))

@@ -22,6 +22,7 @@ from ..catalog.state import LakeState, load_files
 from ..lake import DuckLake
 from ..records import DataFile, TableInfo
 from .deletes import SNAPSHOT_COLUMN, delete_file_has_snapshots, read_delete_file
+from .file_checks import DELETE_FILE, ListedFile, data_file, reading, verify
 from .scan import ROWID, FileScanTask, read_file
 
 
@@ -55,14 +56,26 @@ class TableChanges:
     inlined_deletes: tuple[tuple[int, int], ...]  # (row_id, snapshot)
 
 
+def changes_context(schema: str, table: str, start: int, end: int) -> str:
+    """How errors about the files of a change feed name what was read."""
+    return f"lake table {schema}.{table} (changes from snapshot {start} to {end})"
+
+
 def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) -> TableChanges:
-    """The files, positions and inlined rows that changed in schema.table within snapshots [start, end]."""
+    """The files, positions and inlined rows that changed in schema.table within snapshots [start, end].
+
+    Raises:
+        MissingDataFileError: a delete file it reads, or a data file whose rows changed, is missing or damaged.
+    """
     state = lake.snapshot(end)
     info = state.table(schema, table)
     db = lake.db
     with db.read() as conn:
         files = _files_in_range(state, conn, info, start, end)
         inlined_ins, inlined_del = _inlined_changes(state, conn, info, start, end)
+    context = changes_context(info.schema_name, info.name, start, end)
+    verify(context, [ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)
+                     for f, _ in files if f.delete_file is not None])
     insertions, deletions = [], []
     for f, end_snapshot in files:
         if start <= f.begin_snapshot <= end or (f.partial_max is not None and f.partial_max >= start):
@@ -71,7 +84,8 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
         by_files: dict[int, int] = {}  # deletes of the delete file alone
         plain: set[int] = set()
         if f.delete_file is not None:
-            d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
+            with reading(context, ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)):
+                d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
             deleted.update(zip(d.positions, d.snapshots, strict=True))
             by_files = dict(deleted)
             if not delete_file_has_snapshots(f.delete_file.path):
@@ -91,6 +105,8 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
         if in_range:
             at_insert = frozenset(p for p in plain if p in in_range)
             deletions.append(FileDeletions(f, tuple(sorted(in_range.items())), at_insert))
+    # the data files whose rows are read (a file listed both ways is checked once)
+    verify(context, [data_file(c.data_file) for c in (*insertions, *deletions)])
     return TableChanges(info, start, end, tuple(insertions), tuple(deletions), tuple(inlined_ins), tuple(inlined_del))
 
 
@@ -150,16 +166,19 @@ def read_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
     mappings = lake.snapshot(end).name_mappings(plan.table)
     inserted: list[pa.Table] = []
     deleted: list[pa.Table] = []
+    context = changes_context(plan.table.schema_name, plan.table.name, start, end)
     for ins in plan.insertions:
         f = ins.data_file
-        raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
+        with reading(context, data_file(f)):
+            raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
         snaps = _row_snapshots(f, raw.num_rows)
         t = raw.append_column("snapshot_id", snaps)
         mask = pc.and_(pc.greater_equal(t.column("snapshot_id"), start), pc.less_equal(t.column("snapshot_id"), end))
         inserted.append(t.filter(mask))
     for de in plan.deletions:
         f = de.data_file
-        raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
+        with reading(context, data_file(f)):
+            raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
         idx = pa.array([p for p, _ in de.positions], pa.int64())
         snaps = [s for _, s in de.positions]
         embedded = _embedded_snapshots(f) if de.at_insert else None

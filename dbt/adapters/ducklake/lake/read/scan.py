@@ -20,6 +20,7 @@ from ..storage import parquet_source
 from ..types import parse_value
 from .arrow_types import cast_to, plain_type
 from .deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN, read_delete_arrays
+from .file_checks import DELETE_FILE, ListedFile, data_file, reading, table_context, verify_scan
 from .inlined import read_inlined
 from .pruning import Predicate, prune
 
@@ -89,23 +90,54 @@ def plan_scan(state: LakeState, table: TableInfo, predicate: Predicate | None = 
 
     With a predicate, files whose column statistics prove that no row matches are left out (`pruned` counts them).
     positions=False reads the catalog only: tasks carry no deleted positions (an engine that reads the delete files
-    itself takes them from each file's delete_file and inlined_deletes, or calls `deleted_positions`).
+    itself takes them from each file's delete_file and inlined_deletes, or calls `deleted_positions`, and checks
+    the files first: `check_plan`).
+
+    Raises:
+        MissingDataFileError: with positions, a file to read is missing or damaged (lake/read/file_checks.py).
     """
     s = state.snapshot_id
     live = state.files(table)
     files = prune(live, table, predicate)
     mappings = state.name_mappings(table) if any(f.mapping_id is not None for f in files) else {}
+    context = table_context(table.schema_name, table.name, s)
+    if positions:
+        verify_scan(context, files, s)
     tasks = []
     for f in files:
         tasks.append(
             FileScanTask(
                 data_file=f,
-                deleted_positions=deleted_positions(f, s) if positions else (),
+                deleted_positions=checked_positions(context, f, s) if positions else (),
                 max_snapshot=s if f.partial_max is not None and f.partial_max > s else None,
                 mapping=mappings.get(f.mapping_id) if f.mapping_id is not None else None,
             )
         )
     return ScanPlan(table, s, tuple(tasks), len(live) - len(files))
+
+
+def check_plan(plan: ScanPlan) -> None:
+    """Check that the files the plan reads (data files, and the delete files its snapshot sees) are on storage as
+    the catalog lists them (once per file and process: lake/read/file_checks.py).
+
+    Raises:
+        MissingDataFileError: a file is missing or of another size than listed, naming the table and snapshot.
+    """
+    verify_scan(plan_context(plan), [t.data_file for t in plan.files], plan.snapshot_id)
+
+
+def plan_context(plan: ScanPlan) -> str:
+    """How errors about the plan's files name what was read (`lake table s.t at snapshot n`)."""
+    return table_context(plan.table.schema_name, plan.table.name, plan.snapshot_id)
+
+
+def checked_positions(context: str, f: DataFile, snapshot_id: int) -> tuple[int, ...]:
+    """`deleted_positions`, with a delete file that cannot be read reported as the damaged file it is."""
+    d = f.delete_file
+    if d is None or d.begin_snapshot > snapshot_id:
+        return deleted_positions(f, snapshot_id)
+    with reading(context, ListedFile(d.path, d.file_size_bytes, DELETE_FILE)):
+        return deleted_positions(f, snapshot_id)
 
 
 def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -> pa.Table:
@@ -118,9 +150,18 @@ def read_arrow(state: LakeState, table: TableInfo, *, with_rowid: bool = True) -
 
 def read_rows(plan: ScanPlan, inlined: Sequence[pa.Table], columns: Sequence[Column], *,
               with_rowid: bool) -> pa.Table:
-    """The plan's files (deletes applied) and these inlined rows as one table of the columns, plus rowid."""
+    """The plan's files (deletes applied) and these inlined rows as one table of the columns, plus rowid.
+
+    Raises:
+        MissingDataFileError: a file of the plan is missing or damaged.
+    """
     schema = _output_schema(columns, with_rowid)
-    parts = [read_file(task, columns, with_rowid) for task in plan.files]
+    check_plan(plan)
+    context = plan_context(plan)
+    parts = []
+    for task in plan.files:
+        with reading(context, data_file(task.data_file)):
+            parts.append(read_file(task, columns, with_rowid))
     parts += [t.select(schema.names) for t in inlined]
     if not parts:
         return schema.empty_table()

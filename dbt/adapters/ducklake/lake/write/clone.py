@@ -34,6 +34,7 @@ from ..catalog.state import LakeState
 from ..errors import DuckLakeError
 from ..paths import data_file_name, delete_file_name, join_path, relative_to, to_local
 from ..read.deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
+from ..read.file_checks import reading_any, scan_files, table_context, verify_scan
 from ..read.inlined import read_inlined
 from ..read.scan import deleted_positions
 from ..records import ColumnStats, DataFile, TableInfo
@@ -229,6 +230,7 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
 
     Raises:
         CloneUnsupportedError: a file of the source is not on a local file system (copy the rows instead).
+        MissingDataFileError: a file of the source is missing or damaged (nothing is linked or copied).
         ValueError: an unknown mode.
     """
     if mode not in (HARD_LINK, FILE_COPY):
@@ -240,6 +242,20 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
         if "://" in path and not path.startswith("file://"):
             raise CloneUnsupportedError(f"{source.schema_name}.{source.name}: {path} is not on a local file system, "
                                         "so its files cannot be linked or copied by the lake layer")
+    # every file is linked or copied as it is: a missing or damaged one would make a clone that cannot be read
+    context = table_context(source.schema_name, source.name, s)
+    verify_scan(context, files, s)
+    with reading_any(context, lambda: scan_files(files, s)):
+        out = _cloned_files(state, source, files, source_dir)
+    inlined = read_inlined(state, source, with_rowid=True)
+    stats = state.table_stats(source)
+    return CloneData(schema, name, source, s, tuple(out), pa.concat_tables(inlined) if inlined else None,
+                     stats.next_row_id if stats else 0, _retired_columns(lake, source), mode)
+
+
+def _cloned_files(state: LakeState, source: TableInfo, files: list[DataFile], source_dir: str) -> list[ClonedFile]:
+    """Each live file of the source as the clone holds it, with the positions deleted at the state's snapshot."""
+    s = state.snapshot_id
     mappings = state.name_mappings(source) if any(f.mapping_id is not None for f in files) else {}
     out = []
     for f in files:
@@ -256,10 +272,7 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
             entries = mappings[f.mapping_id].entries
             mapping = tuple((src, target, parent, part) for _i, src, target, parent, part in entries)
         out.append(ClonedFile(f, _subdir(f.path, source_dir), mapping, _deletes(f, tuple(sorted(positions)))))
-    inlined = read_inlined(state, source, with_rowid=True)
-    stats = state.table_stats(source)
-    return CloneData(schema, name, source, s, tuple(out), pa.concat_tables(inlined) if inlined else None,
-                     stats.next_row_id if stats else 0, _retired_columns(lake, source), mode)
+    return out
 
 
 def _deletes(f: DataFile, positions: tuple[int, ...]) -> ClonedDelete | None:
