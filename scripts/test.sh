@@ -12,9 +12,15 @@ ruff_rc=0
 
 step "pytest"
 rc=0
-.venv/bin/pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadscope --no-loadscope-reorder tests || rc=$?
+report="$(mktemp -d)/pytest.xml"
+.venv/bin/pytest -q -p no:cacheprovider --durations=25 -n 2 --dist loadscope --no-loadscope-reorder \
+    --junitxml="$report" tests || rc=$?
 if [ "$rc" -eq 5 ]; then
     die "pytest collected no tests"
+fi
+if [ -s "$report" ] && [ "$rc" -ne 0 ]; then
+    step "what failed"
+    .venv/bin/python scripts/failed_tests.py "$report"
 fi
 step "done: ruff exit code $ruff_rc, pytest exit code $rc, total $((SECONDS - START))s"
 [ "$ruff_rc" -eq 0 ] || die "ruff check failed (see above)"

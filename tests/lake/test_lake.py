@@ -22,7 +22,7 @@ from dbt.adapters.ducklake.lake import (
     read_arrow,
     write_data_files,
 )
-from dbt.adapters.ducklake.lake.errors import CatalogConnectionError, LakeExistsError
+from dbt.adapters.ducklake.lake.errors import CatalogConnectionError, LakeExistsError, MissingDataFileError
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 
@@ -116,7 +116,7 @@ def test_data_path_override(file_catalog_url: str, data_path: str, tmp_path: obj
     lake.close()
     moved = os.path.join(str(tmp_path), "moved") + "/"
     os.rename(data_path, moved)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(MissingDataFileError, match="is missing"):  # the files are not where the catalog says
         st = DuckLake.open(file_catalog_url).snapshot()
         read_arrow(st, st.table("main", "t"))
     other = DuckLake.open(file_catalog_url, data_path=moved)

@@ -130,8 +130,16 @@ class DuckLakeCursor:
         if not isinstance(routed, BOUND_CHANGES):
             rt.names.refresh(routed.refs, self.handle.creds.schema, state)
             return contextlib.nullcontext(routed)
-        return self._bound(rt, sql, routed.refs, state, written_target,
-                           lambda text: routed if text == sql else route(text))
+
+        def use(text: str) -> Change:
+            again = routed if text == sql else route(text)
+            if type(again) is type(routed):
+                return again  # type: ignore[return-value]
+            # the bound text routes otherwise (sqlglot reads it another way): the change reads the shared names
+            rt.names.refresh(routed.refs, self.handle.creds.schema, state)
+            return routed
+
+        return self._bound(rt, sql, routed.refs, state, written_target, use)
 
     def _answered(self, row: LiteralRow) -> None:
         self._rows, self._complete = [row.values], True

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .storage import FileIO, LocalFileIO, file_io
+from .storage import FileIO, LocalFileIO, file_io, to_local  # to_local: lake paths' one local form
 
 __all__ = ["FileIO", "LocalFileIO", "file_io"]  # the seam lives in storage.py; these names stay importable here
 
@@ -29,15 +29,6 @@ def join_path(base: str, rel: str) -> str:
 def as_dir(path: str) -> str:
     """A directory path with its trailing '/', as DuckDB stores data_path and schema/table paths."""
     return path if path.endswith("/") else path + "/"
-
-
-def to_local(path: str) -> str:
-    """A local file system path for 'file://…' URIs and plain paths."""
-    if path.startswith("file://"):
-        path = path[len("file://") :]
-        if path.startswith("localhost/"):
-            path = path[len("localhost") :]
-    return path
 
 
 def is_local(path: str) -> bool:

@@ -108,7 +108,8 @@ def is_object_store(path: str) -> bool:
     return path.startswith(OBJECT_STORE_SCHEMES)
 
 
-def _local(path: str) -> str:
+def to_local(path: str) -> str:
+    """A local file system path for 'file://…' URIs and plain paths."""
     if path.startswith("file://"):
         path = path[len("file://"):]
         if path.startswith("localhost/"):
@@ -120,21 +121,21 @@ class LocalFileIO:
     """FileIO for local paths and file:// URIs (os calls: renames are atomic, directories are real)."""
 
     def open_input(self, path: str) -> pa.NativeFile:
-        return pa.OSFile(_local(path), "rb")
+        return pa.OSFile(to_local(path), "rb")
 
     def open_output(self, path: str) -> pa.NativeFile:
-        local = _local(path)
+        local = to_local(path)
         os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
         return pa.OSFile(local, "wb")
 
     def size(self, path: str) -> int:
-        return os.path.getsize(_local(path))
+        return os.path.getsize(to_local(path))
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(_local(path))
+        return os.path.exists(to_local(path))
 
     def list(self, directory: str) -> Iterator[FileInfo]:
-        for d, _dirs, names in os.walk(_local(directory)):
+        for d, _dirs, names in os.walk(to_local(directory)):
             for name in names:
                 p = os.path.join(d, name)
                 with contextlib.suppress(FileNotFoundError):
@@ -142,27 +143,27 @@ class LocalFileIO:
                     yield FileInfo(p, st.st_size, dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc))
 
     def move(self, source: str, target: str) -> None:
-        os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
-        os.replace(_local(source), _local(target))
+        os.makedirs(os.path.dirname(to_local(target)) or ".", exist_ok=True)
+        os.replace(to_local(source), to_local(target))
 
     def copy(self, source: str, target: str) -> None:
-        os.makedirs(os.path.dirname(_local(target)) or ".", exist_ok=True)
-        shutil.copyfile(_local(source), _local(target))
+        os.makedirs(os.path.dirname(to_local(target)) or ".", exist_ok=True)
+        shutil.copyfile(to_local(source), to_local(target))
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.remove(_local(path))
+            os.remove(to_local(path))
 
     def delete_dir(self, directory: str) -> None:
-        shutil.rmtree(_local(directory), ignore_errors=True)
+        shutil.rmtree(to_local(directory), ignore_errors=True)
 
     def makedirs(self, path: str) -> None:
         """Make a directory and its parents (local only: object stores have no directories)."""
-        os.makedirs(_local(path), exist_ok=True)
+        os.makedirs(to_local(path), exist_ok=True)
 
     def prune_empty_dirs(self, directories: set[str], root: str) -> None:
-        top = os.path.abspath(_local(root))
-        for d in sorted((os.path.abspath(_local(x)) for x in directories), key=len, reverse=True):
+        top = os.path.abspath(to_local(root))
+        for d in sorted((os.path.abspath(to_local(x)) for x in directories), key=len, reverse=True):
             while d.startswith(top + os.sep):
                 try:
                     os.rmdir(d)  # only if empty
@@ -172,7 +173,7 @@ class LocalFileIO:
 
     def local_path(self, path: str) -> str:
         """The path on the local file system."""
-        return _local(path)
+        return to_local(path)
 
 
 def _key(path: str) -> str:
@@ -280,7 +281,7 @@ def parquet_source(path: str) -> Iterator[str | pa.NativeFile]:
     """What pyarrow.parquet reads a lake file from: the local path itself (pyarrow's own fast local reads), or the
     file opened through the seam (closed on exit)."""
     if not is_object_store(path):
-        yield _local(path)
+        yield to_local(path)
         return
     with file_io(path).open_input(path) as source:
         yield source
