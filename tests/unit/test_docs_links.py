@@ -46,3 +46,17 @@ def test_relative_links_resolve(doc: Path) -> None:
 def test_the_docs_are_found() -> None:
     names = {str(p.relative_to(ROOT)) for p in DOCS}
     assert {"README.md", "docs/architecture.md", "docs/benchmarks.md"} <= names
+
+
+WORK_LOG = re.compile(r"\b[Ss]essions? \d|\b[Ii]ssues? #?\d|STATE\.md|[Ww]ork periods?\b|\bhelper (?:branch|session)")
+
+
+def test_no_work_log_references_in_the_repository() -> None:
+    """State for the next developer lives outside the repository: its files name no work periods or issue numbers."""
+    files = [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    for folder in ("docs", "bench", "scripts", "tests", "dbt", "examples", "sample_project"):
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in {".md", ".py", ".sh", ".sql", ".yml"}]
+    me = Path(__file__).resolve()
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files if p.resolve() != me and p.is_file()
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if WORK_LOG.search(line)]
+    assert not found, "\n".join(found)
