@@ -1,4 +1,4 @@
-"""Append runs (issue 15, item 4): one incremental append model run N times in one process, a snapshot and a file
+"""Append runs: one incremental append model run N times in one process, a snapshot and a file
 (or more) per run, timed per run. The figure is how the per-run time grows: the median of the last 10 runs over
 the median of runs 2-11 (the first run creates the table). `--compact` runs the same model with
 `ducklake_compact: true` (its files merged after each run) beside it, in the same process.

@@ -1,4 +1,4 @@
-"""The dbt loop (issue 18): seed + run + test of a generated project, our adapter beside dbt-duckdb.
+"""The dbt loop: seed + run + test of a generated project, our adapter beside dbt-duckdb.
 
 The project has `--seeds` seeds, `--models` models cycling through table, view, incremental (merge) and ephemeral,
 and `--tests` data tests (not_null / unique / accepted_values spread over the models). Each variant runs

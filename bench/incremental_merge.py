@@ -1,6 +1,6 @@
 """A dbt incremental MERGE on a DuckLake table vs a full rebuild of the same model and vs DuckDB's own MERGE.
 
-Issue 5, item 4: a 10M-row target, 1 % of its rows changed upstream. Three timings on the same lake:
+By default a 10M-row target, 1 % of its rows changed upstream. Three timings on the same lake:
 
 - full rebuild: `dbt run --full-refresh` of the model (CREATE OR REPLACE TABLE ... AS its query);
 - incremental: `dbt run` of the model (`materialized='incremental', incremental_strategy='merge', unique_key='id'`,

@@ -5,7 +5,8 @@ turns on the file) while `dbt build` runs, several times, a project with every i
 with the same SQL among them), a view and a model over it, a Python model, a dbt snapshot and a change-feed model.
 Afterwards, for every commit of every model, DuckDB recomputes what the model must hold from the source at the snapshot
 the commit says it read (`read_snapshot` in its extra info), and the table at that commit equals it exactly; no unique
-key is duplicated.
+key is duplicated. The source at a snapshot is what the writer recorded right after its commits (busy_writer's
+history), not DuckDB's time travel: see there why.
 """
 
 from __future__ import annotations
@@ -62,16 +63,16 @@ SNAPSHOT = """{% snapshot src_history %}
 select id, g, amt from {{ source('raw', 'src') }}
 {% endsnapshot %}
 """
-SRC_AGG = "SELECT g, count(*) AS n, sum(amt) AS s FROM lake.raw.src AT (VERSION => {r}) {where} GROUP BY g"
+SRC_AGG = "SELECT g, count(*) AS n, sum(amt) AS s FROM {src} {where} GROUP BY g"
 # what each model must hold at a commit that read the source at snapshot r (append: see _check_added)
 EXPECTED = {
     "agg_table": SRC_AGG, "agg_merge": SRC_AGG, "agg_merge_twin": SRC_AGG, "agg_delete_insert": SRC_AGG,
     "agg_python": SRC_AGG, "agg_of_view": SRC_AGG.replace("{where}", "WHERE g < 20"),
-    "agg_overwrite": "SELECT g % 4 AS p, g, count(*) AS n, sum(amt) AS s FROM lake.raw.src AT (VERSION => {r}) "
+    "agg_overwrite": "SELECT g % 4 AS p, g, count(*) AS n, sum(amt) AS s FROM {src} "
                      "{where} GROUP BY g",
-    "feed": "SELECT id, g, amt FROM lake.raw.src AT (VERSION => {r}) {where}",
+    "feed": "SELECT id, g, amt FROM {src} {where}",
     # every source row has an event time in today's first hour: today's batch replaces them all
-    "rows_microbatch": "SELECT id, g, amt FROM lake.raw.src AT (VERSION => {r}) {where}",
+    "rows_microbatch": "SELECT id, g, amt FROM {src} {where}",
 }
 COLUMNS = {"agg_overwrite": "p, g, n, s", "feed": "id, g, amt", "rows_microbatch": "id, g, amt"}
 KEYS = {"agg_table": "g", "agg_merge": "g", "agg_merge_twin": "g", "agg_delete_insert": "g", "agg_python": "g",
@@ -93,8 +94,9 @@ def _project(root: Path, catalog: str, data: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _writer(catalog: str, data: Path, stop: Path) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.busy_writer", catalog, f"{data}/", str(stop)],
+def _writer(catalog: str, data: Path, stop: Path, history: Path) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.busy_writer", catalog, f"{data}/", str(stop),
+                             "--history", str(history)],
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -119,6 +121,19 @@ def _rows(con: object, sql: str) -> list[tuple]:
     return sorted(con.execute(sql).fetchall())  # type: ignore[attr-defined]
 
 
+def _src(r: int) -> str:
+    """The source as it was at snapshot r: the writer's record of its last commit at or before r."""
+    return f"(SELECT id, g, amt, ts FROM hist.src WHERE sid = (SELECT max(sid) FROM hist.src WHERE sid <= {r})) src"
+
+
+def _check_history(con: object) -> None:
+    """Every commit that changed the source is in the writer's record (else the record cannot judge)."""
+    missing = con.execute(  # type: ignore[attr-defined]
+        "SELECT snapshot_id FROM lake.snapshots() WHERE commit_message IS NULL AND snapshot_id > "
+        "(SELECT min(sid) FROM hist.src) AND snapshot_id NOT IN (SELECT DISTINCT sid FROM hist.src)").fetchall()
+    assert missing == [], f"the writer's commits {missing} are not in its record"
+
+
 def _check(con: object, name: str, kind: str = "model") -> int:
     commits = _commits(con, f"{kind}.busy.{name}")
     assert commits, f"{name} was never committed"
@@ -126,14 +141,14 @@ def _check(con: object, name: str, kind: str = "model") -> int:
     for c, r in commits:
         if name in EXPECTED:
             got = _rows(con, f"SELECT {COLUMNS.get(name, 'g, n, s')} FROM lake.main.{name} AT (VERSION => {c})")
-            want = _rows(con, EXPECTED[name].format(r=r, where=""))
+            want = _rows(con, EXPECTED[name].format(src=_src(r), where=""))
             assert got == want, f"{name} at snapshot {c} (read {r}): {len(got)} rows, DuckDB says {len(want)}"
         elif name == "rows_append":
             _check_added(con, name, c, r, previous, "id > (SELECT coalesce(max(id), -1) FROM lake.main.rows_append "
                          f"AT (VERSION => {previous}))" if previous else "true")
         elif name == "src_history":
             got = _rows(con, f"SELECT id, g, amt FROM lake.main.{name} AT (VERSION => {c}) WHERE dbt_valid_to IS NULL")
-            want = _rows(con, f"SELECT id, g, amt FROM lake.raw.src AT (VERSION => {r})")
+            want = _rows(con, f"SELECT id, g, amt FROM {_src(r)}")
             assert got == want, f"snapshot {name} at {c} (read {r}): {len(got)} current rows, DuckDB says {len(want)}"
         key = KEYS.get(name, "id")
         if name != "src_history":
@@ -149,7 +164,7 @@ def _check_added(con: object, name: str, c: int, r: int, previous: int | None, c
     before = f"SELECT id, g, amt FROM lake.main.{name} AT (VERSION => {previous})" if previous else \
         "SELECT NULL::BIGINT, NULL::BIGINT, NULL::BIGINT WHERE false"
     got = _rows(con, f"SELECT id, g, amt FROM lake.main.{name} AT (VERSION => {c}) EXCEPT ALL {before}")
-    want = _rows(con, f"SELECT id, g, amt FROM lake.raw.src AT (VERSION => {r}) WHERE {condition}")
+    want = _rows(con, f"SELECT id, g, amt FROM {_src(r)} WHERE {condition}")
     assert got == want, f"{name} at snapshot {c} (read {r}): {len(got)} rows added, DuckDB says {len(want)}"
 
 
@@ -167,11 +182,13 @@ def test_every_model_reads_one_snapshot_while_duckdb_commits(busy_catalog: str, 
     busy_writer.create_source(busy_catalog, f"{data}/", 4000)
     project = _project(tmp_path / "p", busy_catalog, data)
     builds = 3 if FULL else 2  # each while the writer commits: the first creates every model, the next changes them
-    with _writer(busy_catalog, data, tmp_path / "stop"):
+    with _writer(busy_catalog, data, tmp_path / "stop", tmp_path / "history.duckdb"):
         for _ in range(builds):
             code, log = _dbt(project, "build").wait()
             assert code == 0, log[-6000:]
     with reference.attached(busy_catalog, read_only=True) as con:
+        con.execute(f"ATTACH '{tmp_path / 'history.duckdb'}' AS hist (READ_ONLY)")
+        _check_history(con)
         for name in [*EXPECTED, "rows_append"]:
             assert _check(con, name) == builds
         assert _check(con, "src_history", kind="snapshot") == builds

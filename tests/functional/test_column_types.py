@@ -1,6 +1,6 @@
 """Column types through dbt: DuckDB 1.5.5 writes a table per column type and one with all of them; dbt models copy each
 (ducklake_types keeps the DuckLake type), an incremental model appends to them, and DuckDB reads the copies equal to
-the sources (TIMESTAMP_NS at microseconds, TIMETZ as its UTC time: README "Column types")."""
+the sources (TIMESTAMP_NS at microseconds, TIMETZ as its UTC time: docs/guide/column-types.md)."""
 
 from __future__ import annotations
 

@@ -135,3 +135,7 @@ def test_ctrl_c_stops_the_running_model(tmp_path: Path) -> None:
     assert "at org.apache" not in text and "java.lang" not in text and "dbt/adapters/ducklake" not in text
     with reference.attached(str(project / "lake" / "metadata.ducklake"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake'").fetchone()[0] == 0
+    # nothing of the cancelled write stays in the data folder: no file, no empty table folder
+    left = [str(p.relative_to(project)) for p in (project / "lake" / "data").rglob("*")] \
+        if (project / "lake" / "data").exists() else []
+    assert left == [], left

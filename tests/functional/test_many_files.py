@@ -1,4 +1,4 @@
-"""A table of the shape frequent loads leave (issue 15): DuckDB wrote 5,000 small files (10k and more in
+"""A table of the shape frequent loads leave: DuckDB wrote 5,000 small files (10k and more in
 bench/many_files.py), a column added half-way (with a default the older files read), a column widened (INTEGER to
 BIGINT), deletes in every file, an update, inlined rows and an inlined delete. dbt models over it, time travel and
 the change feed equal DuckDB's answers, and DELETE / UPDATE / MERGE run through dbt leave what DuckDB leaves running

@@ -1,4 +1,4 @@
-"""Write-audit-publish (issue 21): a whole `dbt build` published as ONE DuckLake snapshot, only if its tests pass.
+"""Write-audit-publish: a whole `dbt build` published as ONE DuckLake snapshot, only if its tests pass.
 
 Real processes and the reference reader: dbt builds a project (seed, table, view, merge incremental, snapshot,
 error and warn tests) with `write_audit_publish: true` on 4 threads while DuckDB polls the lake. DuckDB sees the

@@ -1,4 +1,4 @@
-"""Several writers, crashes and a catalog server that goes away, with real processes (issue 14).
+"""Several writers, crashes and a catalog server that goes away, with real processes.
 
 * Two dbt processes build different models of one lake at the same time while DuckDB inserts into and deletes from
   a source table (PostgreSQL and SQLite catalogs): every commit lands, nothing is lost.

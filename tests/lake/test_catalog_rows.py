@@ -93,7 +93,7 @@ def _scenario(lake: DuckLake) -> None:
     with lake.transaction(commit_message="delete") as tx:
         for fid, positions in _positions(lake, "s1", "t", {0, 2, 4}).items():
             tx.delete_rows("s1", "t", fid, positions)
-        tx.drop_column("s1", "t", "info")  # not with the appends above: see the report of issue 17's split
+        tx.drop_column("s1", "t", "info")  # in a transaction of its own, not with the appends above
     with lake.transaction(commit_message="delete again, rename") as tx:
         for fid, positions in _positions(lake, "s1", "t", {6, 8}).items():
             tx.delete_rows("s1", "t", fid, positions)  # a second delete file: the old one is replaced

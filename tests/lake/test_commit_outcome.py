@@ -1,5 +1,5 @@
 """A COMMIT that fails is settled by reading the catalog again, and no file of a commit that may have landed is ever
-removed (the data-loss path of issue 14: a lost acknowledgement used to remove the committed snapshot's files).
+removed (the data-loss path this guards: a lost acknowledgement once removed the committed snapshot's files).
 
 The failures are real: the catalog connection raises around its COMMIT (lake.catalog.COMMIT_HOOK, test-only), the
 catalog file is moved away so that the outcome cannot be read, or PostgreSQL's server process of the committing

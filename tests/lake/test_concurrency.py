@@ -6,7 +6,7 @@ Three parts:
    (Not on the DuckDB-file backend: DuckDB locks its database file, so concurrent *processes* cannot share it.)
 2. Two transactions of this layer staged on the same base snapshot (two DuckLake handles, like two writers), on every
    backend: which pairs commit both (the second rebased on the first) and which raise CommitConflictError, as the
-   reference's TS::CheckForConflicts decides (docs/ducklake-protocol.md §2, conflicts.py).
+   reference's TS::CheckForConflicts decides (lake/write/conflicts.py).
 3. A transaction of ours staged, then DuckDB commits, then ours commits.
 """
 

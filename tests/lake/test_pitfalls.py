@@ -1,4 +1,4 @@
-"""Each writer pitfall of the protocol note (/work/shared/docs/ducklake-protocol.md): our layer avoids it, and, where
+"""Each writer pitfall of the DuckLake protocol (as the reference implements it): our layer avoids it, and, where
 cheap, the pitfall really matters: a copy of our catalog mutated to the wrong value makes DuckDB 1.5.5 answer wrongly
 or fail, or `violations()` flags it. Then bad input: a clear error naming the problem, and the lake exactly as before.
 
@@ -330,7 +330,7 @@ def test_stats_strings_are_exact_bounds_and_castable(base: Base) -> None:
             problems.append(f"table column {cid}: contains_null {has_null}")
     con.close()
     assert problems == []
-    # the formats DuckDB writes (protocol section 5), for a few exact strings
+    # the formats DuckDB writes, for a few exact strings
     got = {r[1]: (r[2], r[3]) for r in stats if r[0] == files[1][0]}
     assert got[1] == ("10", "19")
     assert got[4] == ("12.50", "23.75")

@@ -12,7 +12,7 @@ compared) and the created_by/data_path metadata. Every other exclusion is a docu
 * DuckDB stores a view's SQL with the `{DUCKLAKE_CATALOG}.` placeholder in front of catalog-qualified names; we store
   the SQL as given (here DuckDB's normalized text without the catalog). Compared with the placeholder removed.
 * DuckDB puts delete files in the table directory, we put them next to their data file (`cat=a/`): paths are not
-  compared (readers ignore names; section 3 of the protocol note).
+  compared (readers ignore names).
 
 The scenario (one snapshot per step, DuckDB run with threads=1 so its two partition files come in a fixed order):
 create schema; create a table with list/struct/map columns (and a DOUBLE, for float stats) and a comment (DuckDB:

@@ -1,5 +1,5 @@
 """Every DuckLake column type: DuckDB 1.5.5 writes a table per type (NULLs, extremes, nested uses) in Parquet files and
-inlined; Spark reads each as the documented value (README "Column types"), writes a copy of the same DuckLake types
+inlined; Spark reads each as the documented value (docs/guide/column-types.md), writes a copy of the same DuckLake types
 (CREATE TABLE AS and an append), and DuckDB reads the copy equal to the source."""
 
 from __future__ import annotations

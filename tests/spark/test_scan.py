@@ -32,11 +32,11 @@ def spark_supports(table: object) -> bool:
     return True
 
 
-_MAPPED = {"uuid", "time", "timetz", "time_ns", "timestamp_ns", "interval"}  # README "Column types"
+_MAPPED = {"uuid", "time", "timetz", "time_ns", "timestamp_ns", "interval"}  # docs/guide/column-types.md
 
 
 def _documented(col: Column, value: Any) -> Any:
-    """DuckDB's client value of a column as the Spark value README "Column types" documents (intervals compared as
+    """DuckDB's client value of a column as the Spark value docs/guide/column-types.md documents (intervals compared as
     the client's timedelta, which counts a month as 30 days)."""
     if value is None or col.type not in _MAPPED:
         return value

@@ -1,4 +1,4 @@
-"""A lake table Spark cannot register fails with a short error naming the table and snapshot (issue 15, item 5)."""
+"""A lake table Spark cannot register fails with a short error naming the table and snapshot."""
 from __future__ import annotations
 
 import logging

@@ -1,6 +1,6 @@
 """The reference's catalog invariants that a foreign writer can silently break, checked on any backend.
 
-Each check mirrors a pitfall of the protocol note: counters, change strings, schema_versions rows, file sizes, footer
+Each check mirrors a pitfall of the DuckLake protocol: counters, change strings, schema_versions rows, file sizes, footer
 sizes, record counts, field ids on every node (or a name mapping), stats castable and true bounds of the data, null
 counts, one live delete file per data file, row-id ranges, table stats rows. `violations(catalog)` returns messages.
 """

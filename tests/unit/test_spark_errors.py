@@ -56,3 +56,27 @@ def test_py4j_errors_lose_their_jvm_frames() -> None:
         "Caused by: java.lang.RuntimeException: x is not a Parquet file. Expected magic number at tail, but found "
         "[-82, 13, 8, 0]"]
     assert short_jvm_error("a catalog error\nover two lines") == "a catalog error\nover two lines"  # no frames
+
+
+PARSE_ERROR = """[PARSE_SYNTAX_ERROR] Syntax error at or near 'y'. SQLSTATE: 42601 (line 3, pos 12)
+
+== SQL ==
+select 1 as a,
+  2 as b
+from x wher y = 1
+------------^^^
+"""
+STATEMENT = ('/* {"app": "dbt", "node_id": "model.p.bad"} */\n\n  \n    \n    create or replace table main.bad\n'
+             '    \n    \n    \n    as\n    \nselect 1 as a,\n  2 as b\nfrom x wher y = 1\n  ')
+
+
+def test_a_parse_error_names_the_line_of_the_statement_dbt_wrote_to_target_run() -> None:
+    from dbt.adapters.ducklake.connections import statement_line
+
+    out = statement_line(PARSE_ERROR, STATEMENT)
+    assert out.splitlines()[0].endswith("(line 12, pos 12)")
+    run_file = STATEMENT.split("*/\n", 1)[1]  # what dbt writes to target/run: the statement without its comment
+    assert run_file.splitlines()[11] == "from x wher y = 1"
+    # a statement without dbt's comment, or whose parsed text is not in it, keeps Spark's numbers
+    assert statement_line(PARSE_ERROR, "select 1 as a,\n  2 as b\nfrom x wher y = 1") == PARSE_ERROR
+    assert statement_line(PARSE_ERROR, "something else") == PARSE_ERROR

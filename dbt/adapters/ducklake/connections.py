@@ -164,6 +164,32 @@ SPARK_EQUIVALENTS = {
 _UNRESOLVED = re.compile(r"UNRESOLVED_ROUTINE\][^`]*routine `([^`]+)`", re.S)
 
 
+_AT_LINE = re.compile(r"\(line (\d+), pos (\d+)\)")
+_QUERY_COMMENT = re.compile(r"\A\s*/\*.*?\*/[ \t]*\n", re.S)
+
+
+def statement_line(text: str, sql: str) -> str:
+    """A parse error's "(line N, pos P)" counted in the statement dbt ran, as dbt writes it to target/run (without
+    its leading query comment), instead of in the part of it Spark parsed (a materialization's query, its subquery):
+    dbt points the user at that file. Unchanged when the parsed text is not found in the statement."""
+    m = _AT_LINE.search(text)
+    parsed = text.split("== SQL ==", 1)[1] if "== SQL ==" in text else None
+    if m is None or parsed is None:
+        return text
+    # the SQL block: the parsed text, with a caret line under the error's line
+    lines = [ln for ln in parsed.strip("\n").splitlines() if not re.fullmatch(r"-*\^+", ln)]
+    body = "\n".join(lines).strip()
+    comment = _QUERY_COMMENT.match(sql)
+    run_text = sql[comment.end():] if comment and "dbt" in comment.group(0) else sql
+    at = run_text.find(body) if body else -1
+    if at < 0:
+        return text
+    line = run_text.count("\n", 0, at) + int(m.group(1))
+    if line == int(m.group(1)):
+        return text
+    return text[:m.start()] + f"(line {line}, pos {m.group(2)})" + text[m.end():]
+
+
 def _dialect_hint(text: str) -> str | None:
     """For a function Spark does not know: that models are Spark SQL, and Spark's way when it is a DuckDB one."""
     m = _UNRESOLVED.search(text)
@@ -263,7 +289,7 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         if isinstance(e, PySparkException):
             logger.debug(f"Spark error while running:\n{sql}\n{e}")  # the whole error, plan included
             self.rollback_if_open()
-            raise DbtDatabaseError(self._redact(short_spark_error(str(e)))) from None
+            raise DbtDatabaseError(self._redact(short_spark_error(statement_line(str(e), sql)))) from None
         # e.g. a catalog driver's error, or Py4J's error of a JVM call: still rolled back, still a database error
         logger.debug(self._redact(f"Error while running:\n{sql}\n{e}"))
         self.rollback_if_open()

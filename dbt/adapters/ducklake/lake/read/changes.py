@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..catalog.database import CatalogDB
 from ..catalog.state import LakeState, load_files
+from ..catalog.state_advance import changed_by
 from ..lake import DuckLake
 from ..records import DataFile, TableInfo
 from .deletes import SNAPSHOT_COLUMN, delete_file_has_snapshots, read_delete_file
@@ -77,19 +79,22 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
     verify(context, [ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)
                      for f, _ in files if f.delete_file is not None])
     insertions, deletions = [], []
-    for f, end_snapshot in files:
-        if start <= f.begin_snapshot <= end or (f.partial_max is not None and f.partial_max >= start):
-            insertions.append(FileInsertions(f, f.partial_max is not None))
-        deleted: dict[int, int] = {}
-        by_files: dict[int, int] = {}  # deletes of the delete file alone
-        plain: set[int] = set()
+    from_files: dict[int, tuple[dict[int, int], bool]] = {}  # data file id -> (position -> snapshot, plain file)
+    for f, _ in files:
         if f.delete_file is not None:
             with reading(context, ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)):
                 d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
-            deleted.update(zip(d.positions, d.snapshots, strict=True))
-            by_files = dict(deleted)
-            if not delete_file_has_snapshots(f.delete_file.path):
-                plain.update(d.positions)
+            from_files[f.data_file_id] = (dict(zip(d.positions, d.snapshots, strict=True)),
+                                          not delete_file_has_snapshots(f.delete_file.path))
+    committed = _committed_at(db, info.table_id,
+                              {s for m, _ in from_files.values() for s in m.values() if s <= end})
+    for f, end_snapshot in files:
+        if start <= f.begin_snapshot <= end or (f.partial_max is not None and f.partial_max >= start):
+            insertions.append(FileInsertions(f, f.partial_max is not None))
+        found, is_plain = from_files.get(f.data_file_id, ({}, False))
+        deleted = {p: committed.get(s, s) for p, s in found.items()}
+        by_files = dict(deleted)  # deletes of the delete file alone
+        plain: set[int] = set(found) if is_plain else set()
         for pos, begin in f.inlined_deletes:
             deleted.setdefault(pos, begin)
         in_range = {p: s for p, s in deleted.items() if start <= s <= end}
@@ -108,6 +113,43 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
     # the data files whose rows are read (a file listed both ways is checked once)
     verify(context, [data_file(c.data_file) for c in (*insertions, *deletions)])
     return TableChanges(info, start, end, tuple(insertions), tuple(deletions), tuple(inlined_ins), tuple(inlined_del))
+
+
+def _committed_at(db: CatalogDB, table_id: int, claimed: set[int]) -> dict[int, int]:
+    """For each snapshot id a delete file gives its rows that is no commit changing the table: the first later
+    snapshot that changed it (the commit that wrote them); the others are left out (they are right).
+
+    Why: DuckDB 1.5.5 writes a delete file's per-row snapshot column while its transaction runs, with the id it
+    expects to commit as; when another writer commits first, it commits under a later id and the rows keep the
+    expected one (docs/design/snapshot-isolation.md). Without this, a feed that read up to that other writer's snapshot
+    before the delete committed, and reads on from the next one, would never see the delete. A snapshot expired since
+    cannot be judged and is kept."""
+    if not claimed:
+        return {}
+    with db.read() as conn:
+        rows = db.query(
+            conn,
+            "SELECT s.snapshot_id, c.changes_made FROM {p}ducklake_snapshot s "
+            "LEFT JOIN {p}ducklake_snapshot_changes c USING (snapshot_id) WHERE s.snapshot_id >= :lo "
+            "AND (s.snapshot_id IN (" + ", ".join(str(int(x)) for x in sorted(claimed)) + ") "
+            "OR c.changes_made LIKE :pattern) ORDER BY s.snapshot_id",
+            {"lo": min(claimed), "pattern": f"%:{table_id}%"},
+        )
+    changing = []
+    exists = set()
+    for sid, text in rows:
+        exists.add(sid)
+        ids = changed_by(text)
+        if ids is None or table_id in ids:
+            changing.append(sid)
+    out: dict[int, int] = {}
+    known = set(changing)
+    for s in claimed:
+        if s in exists and s not in known:
+            later = next((c for c in changing if c > s), None)
+            if later is not None:
+                out[s] = later
+    return out
 
 
 def _files_in_range(state: LakeState, conn: object, info: TableInfo, start: int, end: int) -> list[tuple[DataFile, int | None]]:
