@@ -56,3 +56,23 @@ def test_py4j_errors_lose_their_jvm_frames() -> None:
         "Caused by: java.lang.RuntimeException: x is not a Parquet file. Expected magic number at tail, but found "
         "[-82, 13, 8, 0]"]
     assert short_jvm_error("a catalog error\nover two lines") == "a catalog error\nover two lines"  # no frames
+
+
+S3_WRITE_ERROR = """An error occurred while calling o150.parquet.
+: org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to s3a://b/lake/t. SQLSTATE: 58030
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.taskFailedWhileWritingRowsError(QueryExecutionErrors.scala:774)
+\tSuppressed: org.apache.spark.util.Utils$OriginalTryStackTraceException: Full stacktrace of original caller
+\t\tat org.apache.spark.util.Utils$.doTryWithCallerStacktrace(Utils.scala:1400)
+Caused by: org.apache.hadoop.fs.s3a.AWSStatus500Exception: Writing Object on lake/t/part-1.parquet: InternalError
+\tat org.apache.hadoop.fs.s3a.S3AUtils.translateException(S3AUtils.java:260)
+\tSuppressed: software.amazon.awssdk.core.exception.SdkClientException: Request attempt 1 failure: InternalError
+\t\t... 12 more"""
+
+
+def test_suppressed_exceptions_are_cut() -> None:
+    assert short_jvm_error(S3_WRITE_ERROR).splitlines() == [
+        "An error occurred while calling o150.parquet.",
+        ": org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to s3a://b/lake/t. "
+        "SQLSTATE: 58030",
+        "Caused by: org.apache.hadoop.fs.s3a.AWSStatus500Exception: Writing Object on lake/t/part-1.parquet: "
+        "InternalError"]
