@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import io
 import os
+import random
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -229,7 +232,7 @@ class S3FileIO:
                                          "data_path or s3_endpoint)")
 
     def open_input(self, path: str) -> pa.NativeFile:
-        return self._fs.open_input_file(_key(path))
+        return pa.PythonFile(_RetryingReader(self._fs.open_input_file(_key(path))), mode="r")
 
     def open_output(self, path: str) -> pa.NativeFile:
         return self._fs.open_output_stream(_key(path))
@@ -312,6 +315,54 @@ def check_object_store(path: str) -> None:
         fio = file_io(path)
         assert isinstance(fio, S3FileIO)
         fio.check(path)
+
+
+# pyarrow's ranged read gives the AWS SDK a buffer of the range's size for the answer's body; the XML body of an
+# error answer (a few hundred bytes) overflows a small range (a footer's last 8 bytes), and the SDK then reports
+# INTERNAL_FAILURE "Failed to flush response stream" in place of the 503 SlowDown it was, and does not retry it
+_RETRYABLE_READ = ("Failed to flush response stream", "SLOW_DOWN", "NETWORK_CONNECTION", "HTTP status 503",
+                   "HTTP status 500", "INTERNAL_FAILURE")
+
+
+class _RetryingReader(io.RawIOBase):
+    """An S3 file's reads, each retried (with backoff) on the errors the SDK gives up on (see _RETRYABLE_READ)."""
+
+    def __init__(self, source: pa.NativeFile) -> None:
+        super().__init__()
+        self._source = source
+        self._size = source.size()
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        n = self._size - self._pos if size is None or size < 0 else min(size, max(0, self._size - self._pos))
+        for attempt in range(S3_MAX_ATTEMPTS):
+            try:
+                data = self._source.read_at(n, self._pos) if n else b""
+                break
+            except OSError as e:
+                if attempt == S3_MAX_ATTEMPTS - 1 or not any(m in str(e) for m in _RETRYABLE_READ):
+                    raise
+                time.sleep(random.uniform(0, 0.1 * 2 ** attempt))  # full jitter, as the SDK backs off
+        self._pos += len(data)
+        return bytes(data)
+
+    def close(self) -> None:
+        self._source.close()
+        super().close()
 
 
 _LOCK = threading.Lock()
