@@ -196,8 +196,12 @@ def test_faults_on_a_lake_on_s3(tmp_path: Path, proxy: FaultProxy) -> None:
     assert _listing(proxy.upstream, bucket) == listed
     assert _state(proxy, catalog) == before
 
-    if FULL:  # a rerun succeeds (the default run saw a successful model write above)
+    if FULL:  # a rerun succeeds, through connections dropped mid-request on Spark's and the driver's writes
+        dropped = [proxy.add("reset", methods={"PUT"}, path=ATTEMPT_FILE, times=2),
+                   proxy.add("reset", methods={"PUT"}, path=r"/people_table/.*ducklake-[^/]+\.parquet$", times=1)]
         _dbt(project, "run", "--vars", "factor: 2")
+        assert [r.faulted for r in dropped] == [2, 1]
+        proxy.clear()
         after = _state(proxy, catalog)
         assert after[1] == _expected(2)
         assert after[0][:len(before[0])] == before[0]

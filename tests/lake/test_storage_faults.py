@@ -47,15 +47,16 @@ def test_check_names_the_bucket_the_keys_and_the_endpoint(proxy: FaultProxy) -> 
         unreachable.check(f"s3://{bucket}/lake/")
 
 
-def test_throttled_requests_are_retried(proxy: FaultProxy) -> None:
+def test_throttled_and_dropped_requests_are_retried(proxy: FaultProxy) -> None:
     root = f"s3://{proxy.upstream.make_bucket()}/lake/"
     fio = storage.file_io(root)
-    rules = [proxy.add("slowdown", methods={"PUT"}, times=2), proxy.add("slowdown", methods={"GET"}, times=2)]
+    rules = [proxy.add("slowdown", methods={"PUT"}, times=2), proxy.add("slowdown", methods={"GET"}, times=2),
+             proxy.add("reset", methods={"PUT"}, times=1)]
     with fio.open_output(root + "a.bin") as out:
         out.write(b"hello")
     with fio.open_input(root + "a.bin") as f:
         assert f.read() == b"hello"
-    assert [r.faulted for r in rules] == [2, 2]
+    assert [r.faulted for r in rules] == [2, 2, 1]
 
 
 def test_a_refused_cleanup_is_logged_not_raised(proxy: FaultProxy, caplog: pytest.LogCaptureFixture) -> None:
@@ -64,7 +65,7 @@ def test_a_refused_cleanup_is_logged_not_raised(proxy: FaultProxy, caplog: pytes
     for name in ("t/a.parquet", "t/staging/b.parquet"):
         with fio.open_output(root + name) as out:
             out.write(b"x")
-    proxy.add("error", methods={"DELETE", "POST"}, times=None)
+    proxy.add("forbidden", methods={"DELETE", "POST"}, times=None)  # not retried: the test stays quick
     with caplog.at_level(logging.WARNING):
         discard_files([root + "t/a.parquet"], root + "t/")
         discard_dir(root + "t/staging")

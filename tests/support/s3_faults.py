@@ -8,7 +8,8 @@ matching requests passed, and how many times:
 
 - "slowdown": 503 SlowDown with S3's XML error body (what S3 answers when throttling);
 - "error": 500 InternalError;
-- "reset": the request is read, then the connection is closed without an answer (a network failure mid-request);
+- "reset": half of the request's body is read, then the connection is reset without an answer (a network failure
+  mid-upload);
 - "forbidden": 403 InvalidAccessKeyId (the server's own check of keys: moto accepts any pair).
 
 The proxy runs in threads of the test process, so a test changes its rules between the dbt commands it starts.
@@ -161,14 +162,16 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def _handle(self) -> None:
             url = urlsplit(self.path)
-            body = self._read_body()
             key_id = _KEY_ID.search(self.headers.get("Authorization", ""))
             fault = proxy._decide(self.command, url.path, url.query, key_id.group(1) if key_id else None)
             if fault == "reset":
                 self.close_connection = True
+                # half of the body arrives, then the connection is gone (mid-upload)
+                self.rfile.read(int(self.headers.get("Content-Length") or 0) // 2)
                 # an abortive close (RST), as a dropped network connection looks to the client
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                 return
+            body = self._read_body()
             if fault is not None:
                 status, code, message = _ERRORS[fault]
                 payload = _error_body(code, message, url.path)
