@@ -28,7 +28,7 @@ _CHILD = r"""
 import json, sys
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.storage import ObjectStoreConfig, configure_object_store
-from dbt.adapters.ducklake.spark import s3a, scan
+from dbt.adapters.ducklake.spark import first_read, s3a, scan
 from dbt.adapters.ducklake.spark.session import build_session
 
 a = json.loads(sys.argv[1])
@@ -47,6 +47,12 @@ for snap in a["snapshots"]:
     sql = scan.table_sql(spark, st, t)
     rows = spark.sql(f"SELECT id, kind, amount FROM ({sql}) ORDER BY id").collect()
     out[str(snap)] = {"sql": sql, "rows": [list(r) for r in rows]}
+# the delete positions gathered in the background by the first read: the next plan reads them from one file
+first_read.wait_for_builds()
+st = lake.snapshot()
+sql = scan.table_sql(spark, st, st.table("main", "events"))
+rows = spark.sql(f"SELECT id, kind, amount FROM ({sql}) ORDER BY id").collect()
+out["gathered"] = {"sql": sql, "rows": [list(r) for r in rows]}
 st = lake.snapshot()
 t = st.table("main", "events")
 plan = scan.plan_scan(st, t, None, positions=False)
@@ -105,6 +111,8 @@ def test_many_files_on_s3_read_as_duckdb_reads_them(tmp_path: Path, s3_server: s
             theirs = [list(r) for r in con.execute(
                 f"SELECT id, kind, amount FROM lake.main.events AT (VERSION => {snap}) ORDER BY id").fetchall()]
             assert got[str(snap)]["rows"] == theirs, snap
+            if snap == newest:
+                assert got["gathered"]["rows"] == theirs
         rowids = sorted([int(r[0]), int(r[1])] for r in con.execute("SELECT rowid, id FROM lake.main.events "
                                                                     "WHERE rowid IS NOT NULL").fetchall())
     finally:
@@ -112,8 +120,8 @@ def test_many_files_on_s3_read_as_duckdb_reads_them(tmp_path: Path, s3_server: s
     assert len(got[str(newest)]["rows"]) == FILES * 100 - len(range(3, FILES * 100, 97)) - 2 + 2
     # inlined rows have no file: the locators of the file rows are DuckDB's row ids of the file rows
     assert got["locators"] == [r for r in rowids if r[1] < FILES * 100]
-    for snap in (newest, before):
-        sql = got[str(snap)]["sql"]
+    assert got["gathered"]["sql"] != got[str(newest)]["sql"]  # read through the gathered positions
+    for sql in (got[str(newest)]["sql"], got[str(before)]["sql"], got["gathered"]["sql"]):
         # one branch for the files whatever their number (and one for the inlined rows at the newest snapshot)
         assert sql.count("UNION ALL") <= 1 + sql.count("UNION ALL SELECT path, pos"), sql
         assert "ducklake-" not in sql and "s3a://" not in sql and len(sql) < 3000, sql

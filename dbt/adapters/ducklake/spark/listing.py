@@ -13,15 +13,21 @@ driver's disk (the cache directory), one per table, snapshot and file set, built
 read as a Spark catalog table with an explicit schema of field ids (as a manifest: renamed columns by id, promoted
 types, missing columns as NULL, no footer read while planning).
 
-Deletes are data read by Spark too: the live Parquet delete files are another log (read by field id: position and,
-in partial delete files, snapshot), joined to the data file each deletes by a small Parquet map (delete file URI ->
-data file URI); inlined deletes and deletion vectors (which Spark cannot read) are gathered on the driver into one
-small Parquet file. Deleted rows are removed by a broadcast anti join on (`_metadata.file_path`, `_metadata.row_index`);
-DML targets get each row's file id and row id from a map of the data files (URI -> data file id, row id start).
+Deletes are data: the first reader of a set of live Parquet delete files has Spark read them (another log, read by
+field id: position and, in partial delete files, snapshot), joined to the data file each deletes by a small Parquet
+map (delete file URI -> data file URI), while a background job gathers their positions into one local Parquet file
+(`gathered_deletes`) that later statements read instead: a query then opens one delete file instead of one per data
+file, which is half the requests of a scan of a lake where every file has deletes. A gathering takes the rows of the
+delete files it shares with the table's newest earlier gathering from that file (delete files never change), so a
+snapshot that adds a few delete files reads only those. Inlined deletes and deletion vectors (which Spark cannot
+read) are gathered on the driver into a small Parquet file of the listing. Deleted rows are removed by a broadcast
+anti join on (`_metadata.file_path`, `_metadata.row_index`); DML targets get each row's file id and row id from a
+map of the data files (URI -> data file id, row id start).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -42,10 +49,11 @@ from ..lake import paths
 from ..lake.read.deletes import POS_FIELD_ID, ROW_ID_COLUMN, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID, read_delete_arrays
 from ..lake.read.scan import FileScanTask
 from ..lake.records import Column, TableInfo
-from . import manifest, s3a
+from . import first_read, manifest, s3a
 from .cache_dir import cache_root
 from .manifest import FILE, POS, RID
 from .sql_literals import ident
+from .sql_literals import string_literal as sql_string
 from .type_readings import UNOPENABLE, Encoding
 from .types import FIELD_ID_KEY
 
@@ -138,8 +146,9 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
         logs["del"] = [(uri(d.path), d.file_size_bytes) for _p, d in spark_read]
     # (the file's name, a key of its content, its builder): the content key names the directory
     small: list[tuple[str, str, Callable[[], pa.Table]]] = []
+    delmap_pairs = [(uri(d.path), uri(p)) for p, d in spark_read]
     if spark_read:
-        pairs = [(uri(d.path), uri(p)) for p, d in spark_read]
+        pairs = delmap_pairs
         small.append(("delmap.parquet", repr(pairs), lambda: pa.table(list(zip(*pairs, strict=True)) or [[], []],
                                                                       schema=_DELETE_MAP_SCHEMA)))
     if driver_read or inlined:
@@ -154,15 +163,25 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     data = tuple((manifest.spark_table(spark, os.path.join(directory, f"g{i}"), manifest.data_schema(table.columns, e)),
                   p, e) for i, (p, e) in enumerate(order))
     parts = []
-    if spark_read:
+    gathered_path = _gathered_path(data_path, table.table_id, [uri(d.path) for _p, d in spark_read])
+    if spark_read and os.path.exists(gathered_path):
+        manifest.note_in_use(gathered_path)
+        with contextlib.suppress(OSError):
+            os.utime(gathered_path)  # in use: kept by cleanup
+        gathered = manifest.spark_table(spark, gathered_path, _spark_schema(_GATHERED_SCHEMA), recursive=False)
+        parts.append(f"SELECT path, pos FROM {gathered} WHERE snapshot IS NULL OR snapshot <= {snapshot_id}")
+    elif spark_read:
         dels = manifest.spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA)
         dmap = manifest.spark_table(spark, os.path.join(directory, "delmap.parquet"),
                                     _spark_schema(_DELETE_MAP_SCHEMA), recursive=False)
         snap = ident(SNAPSHOT_COLUMN)
         # a partial delete file's rows deleted after the snapshot are not deleted at it; rows of a file without the
         # snapshot column (NULL) were all deleted at its begin snapshot, which the plan has checked
-        parts.append(f"SELECT m.path, d.pos FROM (SELECT pos, {snap}, _metadata.file_path AS dp FROM {dels}) d "
-                     f"JOIN {dmap} m ON m.delete_path = d.dp WHERE d.{snap} IS NULL OR d.{snap} <= {snapshot_id}")
+        positions = (f"SELECT m.path, d.pos, d.{snap} AS snapshot, d.dp AS delete_path FROM (SELECT pos, {snap}, "
+                     f"_metadata.file_path AS dp FROM {dels}) d JOIN {dmap} m ON m.delete_path = d.dp")
+        parts.append(f"SELECT path, pos FROM ({positions}) WHERE snapshot IS NULL OR snapshot <= {snapshot_id}")
+        first_read.build_in_background(
+            f"deletes:{gathered_path}", lambda: _gather_with_spark(spark, positions, gathered_path, delmap_pairs))
     if driver_read or inlined:
         gathered = manifest.spark_table(spark, os.path.join(directory, "gathered.parquet"),
                                         _spark_schema(_GATHERED_SCHEMA), recursive=False)
@@ -170,6 +189,71 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     files = (manifest.spark_table(spark, os.path.join(directory, "files.parquet"), _spark_schema(_FILES_SCHEMA),
                                   recursive=False) if locators else None)
     return Listing(data, " UNION ALL ".join(parts) or None, files)
+
+
+_DELETES = "deletes"  # the table's gathered delete positions, one file per set of delete files
+_GATHERED_FILE_SCHEMA = pa.schema([*_GATHERED_SCHEMA, ("delete_path", pa.string())])
+
+
+def _gathered_path(data_path: str, table_id: int, delete_uris: Sequence[str]) -> str:
+    key = hashlib.sha1(repr(sorted(delete_uris)).encode()).hexdigest()[:24]
+    return os.path.join(root(data_path, table_id), _DELETES, f"{key}.parquet")
+
+
+def _gather_with_spark(spark: SparkSession, positions: str, target: str, pairs: Sequence[tuple[str, str]]) -> None:
+    """Write the positions of these delete files (delete URI -> data URI pairs) to target: the rows of the table's
+    newest earlier gathering for the delete files it holds, the rest read by Spark (the SELECT positions, filtered
+    to them)."""
+    if os.path.exists(target):
+        return
+    folder = os.path.dirname(target)
+    wanted = {d for d, _p in pairs}
+    earlier = _newest_gathering(folder)
+    parts = []
+    if earlier is not None:
+        t = earlier.filter(pc.is_in(earlier.column("delete_path"), pa.array(sorted(wanted), pa.string())))
+        parts.append(t)
+        wanted -= set(t.column("delete_path").unique().to_pylist())
+    if wanted:
+        # the earlier gathering lacks these delete files: Spark reads them (all, when there is none)
+        ids = pa.array(sorted(wanted), pa.string())
+        if earlier is None:
+            read = spark.sql(positions).toArrow()
+        else:
+            names = ", ".join(sql_string(d) for d in ids.to_pylist())
+            read = spark.sql(f"SELECT * FROM ({positions}) WHERE delete_path IN ({names})").toArrow()
+        parts.append(read.select([f.name for f in _GATHERED_FILE_SCHEMA]).cast(_GATHERED_FILE_SCHEMA))
+    table = pa.concat_tables([p.cast(_GATHERED_FILE_SCHEMA) for p in parts]) if parts else \
+        _GATHERED_FILE_SCHEMA.empty_table()
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
+    try:
+        pq.write_table(table.sort_by([("delete_path", "ascending"), ("pos", "ascending")]), tmp)
+        os.replace(tmp, target)  # whole or not at all: readers see the file only once written
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+    manifest.cleanup(folder, target)
+
+
+def _newest_gathering(folder: str) -> pa.Table | None:
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".parquet") and not n.startswith(".")]
+    except OSError:
+        return None
+    for name in sorted(names, key=lambda n: -_mtime(os.path.join(folder, n))):
+        try:
+            return pq.read_table(os.path.join(folder, name), schema=_GATHERED_FILE_SCHEMA)
+        except Exception:  # noqa: BLE001 - removed meanwhile by another process's cleanup: try the next
+            continue
+    return None
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def _gather(driver_read: Sequence[tuple[str, object]], inlined: Sequence[tuple[str, int, int]]) -> pa.Table:
