@@ -191,6 +191,11 @@ def _key(path: str) -> str:
     raise ValueError(f"not an S3 path: {path!r}")
 
 
+def object_key(path: str) -> str:
+    """bucket/key of an s3:// or s3a:// path: the same object whatever the spelling."""
+    return _key(path)
+
+
 class S3FileIO:
     """FileIO for s3:// (and s3a://) paths through pyarrow's S3FileSystem. Returned paths use s3://."""
 
