@@ -13,17 +13,14 @@ column-type test covers, GEOMETRY / VARIANT. Then:
    the clones still read the same rows.
 
 After each step DuckDB reads every table at every snapshot the lake holds: each is a state the adapter committed,
-computed by DuckDB from the same sources; DuckDB's own orphan and cleanup dry runs find nothing; the linter and the
-catalog invariants hold at the end. The default run covers the SQLite catalog; PostgreSQL and DuckDB-file catalogs
+computed by DuckDB from the same sources; DuckDB's own orphan and cleanup dry runs find nothing; the catalog
+invariants hold at the end. The default run covers the SQLite catalog; PostgreSQL and DuckDB-file catalogs
 run the same project under DUCKLAKE_TEST_FULL, and a cheap check each by default.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -38,12 +35,10 @@ from tests.functional.test_column_types import GEO_COPY, SOURCES, _utc
 from tests.support import s3
 from tests.support.coverage import FULL
 from tests.support.invariants import violations
-from tests.support.spark_cluster import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark,
               pytest.mark.skipif(s3a.cached_jars() is None, reason="the s3a connector is not cached: run setup.sh")]
 
-LAKECHECK = Path(REPO_ROOT).parent / "shared" / "tools" / "lakecheck.py"
 ORDERS = "lake.src.orders AT (VERSION => {v})"
 # the microbatch window (--event-time-start/-end): days 1 and 2 in the first build (order 5, day 3, is outside it),
 # day 2 only in the second: in a write-audit-publish build a microbatch model's second batch would delete from the
@@ -278,25 +273,6 @@ def _no_orphans(con: Any) -> None:
     assert [p for p in orphans if "/_ducklake_spark/" not in p] == []
 
 
-def _lakecheck(catalog: str, server: s3.S3Server) -> None:
-    if not LAKECHECK.exists():
-        return
-    if catalog.startswith("sqlite:///"):
-        target = "sqlite:" + catalog[len("sqlite:///"):]
-    elif catalog.startswith("postgresql://"):
-        from sqlalchemy.engine import make_url
-
-        u = make_url(catalog)
-        target = f"postgres:dbname={u.database} host={u.host} port={u.port} user={u.username}"
-    else:
-        target = catalog.removeprefix("duckdb:///")
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": server.key_id, "AWS_SECRET_ACCESS_KEY": server.secret,
-           "AWS_REGION": server.region, "AWS_ENDPOINT_URL": server.url}
-    proc = subprocess.run([sys.executable, str(LAKECHECK), target], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 def _catalog(backend: str, request: pytest.FixtureRequest, root: Path) -> str:
     if backend == "sqlite":
         return f"sqlite:///{root}/metadata.sqlite"
@@ -392,7 +368,6 @@ def test_every_feature_on_s3(backend: str, tmp_path: Path, s3_server: s3.S3Serve
         for t in CLONED:
             assert _read(con, t, schema="clones") == cloned[t]
         _no_orphans(con)
-    _lakecheck(catalog, s3_server)
     assert violations(catalog) == []
 
 
@@ -414,5 +389,4 @@ def test_other_catalogs_on_s3(backend: str, tmp_path: Path, s3_server: s3.S3Serv
     with s3.attached(s3_server, catalog, read_only=True) as con:
         want = _expected_build(con, 1, v1, v1)
         _check_every_snapshot(con, {t: want[t] for t in ("o_feed", "o_delins")})
-    _lakecheck(catalog, s3_server)
     assert violations(catalog) == []
