@@ -274,10 +274,8 @@ def content_problem(f: ListedFile) -> str | None:
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4))
                 tail = fh.read(4)
         else:
-            from pyarrow import fs as pafs
-
-            filesystem, where = pafs.FileSystem.from_uri(f.path)
-            with filesystem.open_input_file(where) as fh:
+            # through the storage seam: the profile's endpoint and keys, not pyarrow's defaults for the URI
+            with storage.file_io(f.path).open_input(f.path) as fh:
                 head = fh.read(4)
                 fh.seek(max(0, fh.size() - 4))
                 tail = fh.read(4)
