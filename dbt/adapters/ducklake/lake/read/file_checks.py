@@ -286,7 +286,11 @@ def content_problem(f: ListedFile) -> str | None:
     if tail == b"PARE":
         return None  # an encrypted footer: pyarrow cannot parse it without the key
     try:
-        meta = pq.read_metadata(paths.to_local(f.path) if paths.is_local(f.path) else f.path)
+        if paths.is_local(f.path):
+            meta = pq.read_metadata(paths.to_local(f.path))
+        else:  # through the seam, as above (pyarrow's own S3 for the URI resolves AWS regions)
+            with storage.file_io(f.path).open_input(f.path) as fh:
+                meta = pq.read_metadata(fh)
     except (OSError, pa.ArrowException, ValueError) as e:
         return f"has a Parquet footer that cannot be read ({_reason(e)})"
     if f.rows is not None and meta.num_rows != f.rows:
