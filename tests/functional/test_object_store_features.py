@@ -287,7 +287,8 @@ def _store(server: s3.S3Server) -> S3FileIO:
                                       False))
 
 
-BACKENDS = ["sqlite"] + (["postgres", "duckdb"] if FULL else [])
+# the whole project runs in the full suite (several minutes per catalog); the default suite runs the cheap check below
+BACKENDS = ["sqlite", "postgres", "duckdb"] if FULL else []
 
 
 @pytest.mark.parametrize("backend", [pytest.param(b, marks=pytest.mark.postgres) if b == "postgres" else b
@@ -373,7 +374,7 @@ def test_every_feature_on_s3(backend: str, tmp_path: Path, s3_server: s3.S3Serve
 
 
 @pytest.mark.skipif(FULL, reason="the whole project runs on these catalogs under DUCKLAKE_TEST_FULL")
-@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres), "duckdb"])
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres), "duckdb", "sqlite"])
 def test_other_catalogs_on_s3(backend: str, tmp_path: Path, s3_server: s3.S3Server,
                               request: pytest.FixtureRequest) -> None:
     """The cheap check per catalog: one dbt process reads DuckDB's files and delete files on S3 (a change feed and a
