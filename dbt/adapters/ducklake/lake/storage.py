@@ -385,6 +385,11 @@ def configure_object_store(config: ObjectStoreConfig) -> None:
             _OBJECT_STORE, _S3 = config, None
 
 
+def object_store_configured() -> bool:
+    """Whether a profile's S3 settings were given to the driver (configure_object_store)."""
+    return ObjectStoreConfig() != _OBJECT_STORE
+
+
 def file_io(path: str) -> FileIO:
     """The FileIO for a lake path: S3 for s3:// and s3a://, the local file system for plain paths and file://.
 

@@ -223,16 +223,18 @@ def _listed_sizes(uris: Sequence[str]) -> dict[str, int | None]:
     for uri in uris:
         by_dir[uri.rpartition("/")[0]].append(uri)
     for directory, files in by_dir.items():
-        if storage.is_object_store(directory):
-            # the seam's S3 file system: the configured endpoint and keys (pyarrow's from_uri knows neither and
-            # reaches for AWS itself: seconds of timeouts on another endpoint, and no check)
+        if storage.is_object_store(directory) and storage.object_store_configured():
+            # the seam's S3 file system: the profile's endpoint and keys (pyarrow's from_uri knows neither and
+            # reaches for AWS itself: seconds of timeouts on another endpoint, and no check). Without a profile's
+            # settings (a process outside dbt), or when the seam cannot list, pyarrow's own for the URI below.
             try:
                 listed = {storage.object_key(i.path): i.size for i in storage.file_io(directory).list(directory + "/")}
             except (pa.ArrowException, OSError, ValueError):
+                listed = None
+            if listed is not None:
+                for uri in files:
+                    out[uri] = listed.get(storage.object_key(uri))
                 continue
-            for uri in files:
-                out[uri] = listed.get(storage.object_key(uri))
-            continue
         try:
             filesystem, root = pafs.FileSystem.from_uri(directory)
             infos = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
