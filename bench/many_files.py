@@ -11,13 +11,20 @@ process's first reader where the manifest exists, the same snapshot again, and a
 lake check (`check_files`, with and without footers). Above 10,000 files the lake is built by multi-file INSERTs (see
 `build_lake`); the lake's shape is read back from DuckDB's catalog tables.
 
+With `--store s3` each size is measured twice in the one run: on local disk, then the same lake on S3 (its files
+uploaded as DuckDB wrote them, the catalog's data path pointed at the bucket): moto's server on 127.0.0.1 started by
+the bench, or an S3 endpoint given by `--s3-endpoint` (keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). The S3
+figures carry the server's own cost per request (`s3_request_ms`: a ranged GET of a data file's footer).
+
 Run: .venv/bin/python -m bench.many_files [--files 1000,10000] [--repeat 2] [--workdir DIR] [--json out.json]
      [--build auto|per-insert|multi] [--skip queries,spark_count,spark_filter,spark_aggregate,adapter,duckdb]
+     [--store local|s3] [--s3-endpoint HOST:PORT]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -31,10 +38,11 @@ from typing import Any
 
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.maintenance.cleanup import SPARK_MANIFESTS
+from dbt.adapters.ducklake.spark import listing
 from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.scan import table_sql
+from dbt.adapters.ducklake.spark.scan import file_uri, table_sql
 from dbt.adapters.ducklake.spark.session import build_session
-from tests.support import reference
+from tests.support import reference, s3
 
 BATCH = 250
 FILES_PER_INSERT = 100  # the "multi" build: one INSERT (one snapshot) writes this many files of 100 rows
@@ -132,6 +140,7 @@ class Phases:
              ("gather_deletes (read delete files)", "dbt.adapters.ducklake.spark.manifest", "gather_deletes"),
              ("materialize (links + deletes file)", "dbt.adapters.ducklake.spark.manifest", "_materialize"),
              ("spark_table (catalog tables)", "dbt.adapters.ducklake.spark.manifest", "spark_table"),
+             ("listing (S3: logs, maps, catalog tables)", "dbt.adapters.ducklake.spark.listing", "prepare"),
              ("first_read (data source table)", "dbt.adapters.ducklake.spark.first_read", "table_sql"),
              ("inlined rows", "dbt.adapters.ducklake.spark.scan", "_inlined_sql"),
              ("create_view (Spark analysis, listing)", "dbt.adapters.ducklake.spark.names", "create_view"))
@@ -196,8 +205,88 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
+SESSION_CONF: dict[str, str] = {}
+
+
+class S3Store:
+    """Where the S3 figures are read from: an S3 server (moto's, or an endpoint given), a bucket per lake."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.server.url, aws_access_key_id=self.server.key_id,
+                            aws_secret_access_key=self.server.secret, region_name=self.server.region)
+
+    def spark_conf(self) -> dict[str, str]:
+        from dbt.adapters.ducklake.spark import s3a
+
+        keys = self.server.profile_keys()
+        return {**s3a.connector_conf({}, "local[2]"),
+                **s3a.hadoop_conf(key_id=keys["s3_access_key_id"], secret=keys["s3_secret_access_key"],
+                                  session_token=None, region=keys["s3_region"], endpoint=keys["s3_endpoint"],
+                                  url_style=keys["s3_url_style"], use_ssl=keys["s3_use_ssl"])}
+
+    def configure_driver(self) -> None:
+        from dbt.adapters.ducklake.lake.storage import ObjectStoreConfig, configure_object_store
+
+        s = self.server
+        configure_object_store(ObjectStoreConfig(key_id=s.key_id, secret=s.secret, region=s.region,
+                                                 endpoint=s.endpoint, url_style="path", use_ssl=False))
+
+    def upload(self, root: str, n_files: int) -> str:
+        """The local lake's data files uploaded to a new bucket, and a copy of its catalog whose data path is the
+        bucket's (DuckDB stores the files' paths relative to it); the copy's path."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        bucket = self.server.make_bucket(f"many-{n_files}-{uuid.uuid4().hex[:8]}")
+        client = self.client()
+        local = []
+        for d, subs, names in os.walk(f"{root}/data"):
+            subs[:] = [x for x in subs if x != SPARK_MANIFESTS]
+            local += [os.path.join(d, n) for n in names]
+
+        def put(path: str) -> None:
+            client.upload_file(path, bucket, "data/" + os.path.relpath(path, f"{root}/data"))
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, local))
+        catalog = f"{root}/m_s3.ducklake"
+        shutil.copyfile(f"{root}/m.ducklake", catalog)
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            con.execute(f"ATTACH '{catalog}' AS cat")
+            con.execute(f"UPDATE cat.ducklake_metadata SET value = 's3://{bucket}/data/' WHERE key = 'data_path'")
+            bad = con.execute("SELECT count(*) FROM cat.ducklake_data_file WHERE NOT path_is_relative").fetchone()[0]
+            assert bad == 0, "the lake's files must be stored relative to its data path"
+        finally:
+            con.close()
+        return catalog
+
+    def request_ms(self, catalog: str, n: int = 200) -> float:
+        """moto's (or the endpoint's) own cost of one request: a ranged GET of a data file's last 8 bytes, median."""
+        lake = DuckLake.open(catalog)
+        try:
+            st = lake.snapshot()
+            path = st.files(st.table("main", "events"))[0].path
+        finally:
+            lake.close()
+        bucket, key = path[len("s3://"):].split("/", 1)
+        client = self.client()
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            client.get_object(Bucket=bucket, Key=key, Range="bytes=-8")["Body"].read()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times) * 1000
+
+
 def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "auto",
-        skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+        skip: frozenset[str] = frozenset(), store: S3Store | None = None) -> dict[str, Any]:
     # with a workdir, lakes are kept there (lake<N>) and reused by later runs; their read manifests are removed first
     # so that planning starts cold
     root = os.path.join(workdir, f"lake{n_files}") if workdir else tempfile.mkdtemp(prefix=f"many-{n_files}-")
@@ -211,11 +300,18 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
             catalog = build_lake(root, n_files, method)
         shutil.rmtree(f"{root}/data/{SPARK_MANIFESTS}", ignore_errors=True)
         built = time.perf_counter() - t
-        spark = build_session("local[2]", "many-files", {"spark.sql.shuffle.partitions": "4"})
+        out: dict[str, Any] = {"files": n_files, "store": "s3" if store else "local", "build_s": round(built, 1),
+                               **lake_shape(catalog)}
+        spark = build_session("local[2]", "many-files", {"spark.sql.shuffle.partitions": "4", **SESSION_CONF})
         spark.sparkContext.setLogLevel("ERROR")
         spark.sql("SELECT count(*) FROM range(10)").collect()  # the JVM's first query is not planning's cost
+        if store:
+            t = time.perf_counter()
+            catalog = store.upload(root, n_files)
+            out["upload_s"] = round(time.perf_counter() - t, 1)
+            store.configure_driver()
+            out["s3_request_ms"] = round(store.request_ms(catalog), 2)  # a new bucket: no listing of it yet
         lake = DuckLake.open(catalog)
-        out: dict[str, Any] = {"files": n_files, "build_s": round(built, 1), **lake_shape(catalog)}
         # the first reader of the snapshot, as the adapter plans a statement (LakeNames): nothing cached in the
         # process, no manifest on disk; then a new process's first reader where an earlier one built the manifest
         def first_plan(key: str) -> LakeNames:
@@ -248,7 +344,8 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
         from dbt.adapters.ducklake.lake.maintenance.check import check_files
 
         out["check_files_s"], _ = timed(lambda: check_files(lake), repeat)
-        out["check_files_footers_s"], _ = timed(lambda: check_files(lake, footers=True), repeat)
+        if not store:  # on S3 a GET per file: the footer check is a maintenance operation, not a read's cost
+            out["check_files_footers_s"], _ = timed(lambda: check_files(lake, footers=True), repeat)
         try:
             out["plan_s"], out["view_sql_chars"] = timed(plan, 1)  # re-planned (the manifest exists)
             out["plan_warm_s"], _ = timed(plan, repeat)
@@ -274,8 +371,11 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
         queries = {"count": "SELECT count(*) FROM {t}", "filter": "SELECT count(*), sum(amount) FROM {t} WHERE id "
                    "BETWEEN 1000 AND 1099", "aggregate": "SELECT kind, sum(amount), count(*) FROM {t} GROUP BY kind"}
         st = lake.snapshot()
-        paths = [f.path for f in st.files(st.table("main", "events"))]
-        spark.read.parquet(*paths).createOrReplaceTempView("raw_events")
+        paths = [file_uri(f.path) for f in st.files(st.table("main", "events"))]
+        if "queries" not in skip:
+            t = time.perf_counter()  # the list's check and listing (requests per file on S3): not in the queries'
+            spark.read.parquet(*paths).createOrReplaceTempView("raw_events")
+            out["parquet_plan_s"] = time.perf_counter() - t
         answers = {}
         print(json.dumps({"partial": out}), flush=True)
         for name, q in queries.items():
@@ -303,7 +403,8 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
             q = queries[name].format(t="main.events")  # the lake table, as a model names it
             out[f"{name}_adapter_s"], got = timed(lambda q=q: via_adapter(q), repeat)
             answers[f"{name}_adapter"] = sorted(tuple(r) for r in got)
-        with reference.attached(catalog, read_only=True) as con:
+        with (s3.attached(store.server, catalog, read_only=True) if store
+              else reference.attached(catalog, read_only=True)) as con:
             for name, q in queries.items():
                 if "duckdb" in skip:
                     break
@@ -312,6 +413,8 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
                 for key in (name, f"{name}_adapter"):  # answers must be DuckDB's (sums compared to 1e-9 relative)
                     if key in answers:
                         out[f"{key}_equal"] = _same(answers[key], sorted(tuple(r) for r in theirs))
+        if store:  # this machine's listings of the bucket (never read again: each run has its own bucket)
+            shutil.rmtree(os.path.dirname(listing.root(lake.snapshot().data_path, 0)), ignore_errors=True)
         lake.close()
         out["load_avg_1m_at_end"] = os.getloadavg()[0]
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
@@ -343,12 +446,29 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma-separated parts not measured: queries (Spark's), spark_<query> (one of "
                     "them: count, filter, aggregate), adapter, duckdb")
     ap.add_argument("--workdir", default=None, help="keep the built lakes here (lake<N>) and reuse them")
+    ap.add_argument("--store", default="local", choices=("local", "s3"),
+                    help="s3: each size on local disk, then the same lake on S3")
+    ap.add_argument("--s3-endpoint", default=None, help="an S3 endpoint (host:port, path style, no TLS) instead of "
+                    "moto's server started here; keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
     args = ap.parse_args()
     results = []
-    for n in (int(x) for x in args.files.split(",")):
-        r = run(n, args.repeat, args.workdir, args.build, frozenset(filter(None, args.skip.split(","))))
-        print(json.dumps(r), flush=True)
-        results.append(r)
+    skip = frozenset(filter(None, args.skip.split(",")))
+    with contextlib.ExitStack() as stack:
+        store = None
+        if args.store == "s3":
+            if args.s3_endpoint:
+                server = s3.S3Server(args.s3_endpoint, os.environ["AWS_ACCESS_KEY_ID"],
+                                     os.environ["AWS_SECRET_ACCESS_KEY"], os.environ.get("AWS_REGION", "us-east-1"))
+            else:
+                server = stack.enter_context(s3.moto_server(os.path.join(tempfile.gettempdir(), "many-files-moto.log")))
+            store = S3Store(server)
+            SESSION_CONF.update(store.spark_conf())  # the one session of the run (local runs too) reaches S3
+        for n in (int(x) for x in args.files.split(",")):
+            for where in ([None, store] if store else [None]):
+                # the S3 run reuses the lake the local run built (given a workdir; else it builds its own)
+                r = run(n, args.repeat, args.workdir, args.build, skip, where)
+                print(json.dumps(r), flush=True)
+                results.append(r)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

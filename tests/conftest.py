@@ -24,6 +24,9 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 # every commit of every test (and of the dbt processes tests start) compares the state the lake keeps after it
 # with a load of the catalog (DuckLake.note_commit)
 os.environ.setdefault("DUCKLAKE_CHECK_COMMITTED_STATE", "1")
+# `master: auto` picks the embedded driver in tests even when pytest runs at a terminal with -s (tests of the choice
+# set it themselves)
+os.environ.setdefault("DBT_DUCKLAKE_WARM", "0")
 
 CATALOG_BACKENDS = [
     pytest.param("duckdb", id="duckdb"),

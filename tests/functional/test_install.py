@@ -40,7 +40,7 @@ def test_dbt_init_offers_ducklake_and_writes_its_profile(tmp_path: Path) -> None
     assert "[1] ducklake" in out.stdout, out.stdout + out.stderr
     profile = yaml.safe_load((tmp_path / ".dbt" / "profiles.yml").read_text())["shop"]["outputs"]["dev"]
     assert profile == {"type": "ducklake", "catalog": "metadata.ducklake", "data_path": "data/", "schema": "main",
-                       "master": "local[*]", "threads": 4}
+                       "master": "auto", "threads": 4}
     assert (tmp_path / "shop" / "dbt_project.yml").exists()
 
 

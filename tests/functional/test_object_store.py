@@ -5,8 +5,6 @@ reads a table DuckDB wrote there with a delete; the S3 secret shows nowhere."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,41 +35,21 @@ def _project(root: Path, server: s3.S3Server, bucket: str) -> Path:
     (root / "models" / "people_table.sql").write_text(TABLE)
     (root / "models" / "people_append.sql").write_text(APPEND)
     (root / "models" / "people_merge.sql").write_text(MERGE)
-    keys = "".join(f"      {k}: {v!r}\n" if isinstance(v, str) else f"      {k}: {str(v).lower()}\n"
-                   for k, v in server.profile_keys().items())
-    (root / "profiles.yml").write_text(
-        "s3lake:\n  target: dev\n  outputs:\n    dev:\n      type: ducklake\n      master: 'local[1]'\n"
-        f"      threads: 1\n      catalog: 'sqlite:///{root}/metadata.sqlite'\n"
-        f"      data_path: 's3://{bucket}/lake/'\n      spark_config:\n        spark.sql.shuffle.partitions: '2'\n"
-        + keys)
+    catalog = f"sqlite:///{root}/metadata.sqlite"
+    (root / "profiles.yml").write_text(s3.profile_yaml("s3lake", server, catalog, f"s3://{bucket}/lake/"))
     return root
 
 
 def _dbt(project: Path, *args: str, ok: bool = True, env_extra: dict[str, str] | None = None) -> str:
-    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable, **(env_extra or {})}
-    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # the profile's keys only
-        env.pop(k, None)
-    proc = subprocess.run([sys.executable, "-c", "from dbt.cli.main import cli; cli()", *args, "--project-dir",
-                           str(project)], cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=300)
-    out = proc.stdout + proc.stderr
-    assert (proc.returncode == 0) == ok, f"dbt {' '.join(args)} exited with {proc.returncode}:\n{out}"
-    return out
+    return s3.run_dbt(project, *args, ok=ok, env_extra=env_extra)
 
 
 def _latest(con: object) -> int:
-    return int(con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0])  # type: ignore[attr-defined]
+    return s3.latest_snapshot(con)
 
 
 def _rows_at(con: object, table: str, snapshot: int) -> list[tuple] | None:
-    """The table's rows at the snapshot as DuckDB reads them (None: no such table then)."""
-    try:
-        got = con.execute(f"SELECT * FROM lake.main.{table} AT (VERSION => {snapshot}) ORDER BY ALL")  # type: ignore[attr-defined]
-    except Exception as e:  # noqa: BLE001 - DuckDB's catalog error for a table that did not exist yet
-        if "does not exist" in str(e) or "not found" in str(e).lower():
-            return None
-        raise
-    return got.fetchall()
+    return s3.rows_at(con, f"lake.main.{table}", snapshot)
 
 
 @pytest.mark.skipif(s3a.cached_jars() is None, reason="the s3a connector is not cached: run scripts/setup.sh")

@@ -20,7 +20,7 @@ def test_template_defaults_make_valid_credentials() -> None:
     # relative paths are the project's (--project-dir of the last dbt invocation, else the current directory)
     assert (creds.catalog, creds.data_path, creds.schema, creds.master) == (
         os.path.join(project_dir(), "metadata.ducklake"), os.path.join(project_dir(), "data") + "/", "main",
-        "local[*]")
+        "local[*]")  # auto, in a test process (no terminal, DBT_DUCKLAKE_WARM=0)
     assert threads >= 1
     # every prompt is a profile key of this adapter
     assert set(template["prompts"]) - {"threads"} <= set(DuckLakeCredentials.__dataclass_fields__)

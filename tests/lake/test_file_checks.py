@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.lake import DuckLake, read_arrow
+from dbt.adapters.ducklake.lake import DuckLake, read_arrow, storage
 from dbt.adapters.ducklake.lake import paths as lake_paths
 from dbt.adapters.ducklake.lake.errors import MissingDataFileError
 from dbt.adapters.ducklake.lake.maintenance.check import check_files
@@ -16,7 +16,7 @@ from dbt.adapters.ducklake.lake.maintenance.compaction import merge_adjacent_fil
 from dbt.adapters.ducklake.lake.read import file_checks
 from dbt.adapters.ducklake.lake.read.changes import read_changes
 from dbt.adapters.ducklake.lake.read.file_checks import ListedFile, verify
-from tests.support import damaged_lakes
+from tests.support import damaged_lakes, s3
 from tests.support.damaged_lakes import DamagedLake
 
 
@@ -134,3 +134,23 @@ def test_files_elsewhere_are_listed_by_directory(tmp_path: Path, monkeypatch: py
         verify("remote table", [here, gone])
     # a storage pyarrow has no file system for is left to the engine's read
     verify("remote table", [ListedFile("nosuchscheme://bucket/x.parquet", 3)])
+
+
+def test_files_on_s3_are_listed_through_the_seam(s3_server: s3.S3Server) -> None:
+    """Files on S3 are checked by a listing of their directory with the seam's configured endpoint and keys (pyarrow's
+    own S3 file system for the URI would reach for AWS), whatever the spelling (s3:// or s3a://)."""
+    storage.configure_object_store(storage.ObjectStoreConfig(
+        key_id=s3_server.key_id, secret=s3_server.secret, region=s3_server.region, endpoint=s3_server.endpoint,
+        url_style="path", use_ssl=False))
+    try:
+        bucket = s3_server.make_bucket()
+        with storage.file_io(f"s3://{bucket}/t/a.parquet").open_output(f"s3://{bucket}/t/a.parquet") as out:
+            out.write(b"x" * 5)
+        here = ListedFile(f"s3://{bucket}/t/a.parquet", 5)
+        verify("remote table", [here, ListedFile(f"s3a://{bucket}/t/a.parquet", 5)])
+        with pytest.raises(MissingDataFileError, match="b.parquet is missing .*with 7 bytes"):
+            verify("remote table", [here, ListedFile(f"s3://{bucket}/t/b.parquet", 7)])
+        with pytest.raises(MissingDataFileError, match="a.parquet is 5 bytes, but the catalog lists it with 6"):
+            verify("remote table", [ListedFile(f"s3://{bucket}/t/a.parquet", 6)])
+    finally:
+        storage.configure_object_store(storage.ObjectStoreConfig())

@@ -22,6 +22,7 @@ import random
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,9 @@ OPERATIONS = {"create": 1, "insert": 6, "delete": 3, "update": 3, "merge": 3, "a
 # a concurrent step: one of these on each table at once, by threads of this process (and DuckDB, on the mixed lake
 # of a SQLite catalog); changes of different tables never conflict, so the lakes still end alike
 CONCURRENT_KINDS = ("insert", "delete", "update", "merge")
+
+
+_LOCKED_RETRIES = 5  # DuckDB steps on a SQLite catalog another thread holds (see _duckdb)
 
 
 class Mismatch(AssertionError):
@@ -269,9 +273,19 @@ class Fuzzer:
             statements.append("CALL ducklake_flush_inlined_data('lake')")
         elif op.kind == "expire":
             statements.append("CALL ducklake_expire_snapshots('lake', older_than => now())")
-        with reference.attached(lake.catalog) as con:
-            for s in statements:
-                con.execute(s).fetchall()
+        for attempt in range(_LOCKED_RETRIES + 1):
+            try:
+                with reference.attached(lake.catalog) as con:
+                    for s in statements:
+                        con.execute(s).fetchall()
+                return
+            except Exception as e:  # noqa: BLE001 - DuckDB's errors come in many classes
+                # a SQLite catalog written by another thread of ours at that moment: DuckDB's statement gave up
+                # waiting for the file before it changed anything (each step is one statement), as a user's loader
+                # would, it tries again
+                if "database is locked" not in str(e) or attempt == _LOCKED_RETRIES:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
 
     def _ours(self, lake: Lake, op: Operation) -> None:
         from dbt.adapters.ducklake.spark.dml import When

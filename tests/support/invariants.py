@@ -107,6 +107,8 @@ def violations(catalog: str) -> list[str]:
         tdir = join_path(sdir, tpath or "") if rd(trel) is not False else tpath
         tdirs[fid] = tdir
         full = to_local(join_path(tdir, path) if rd(rel) is not False else path)
+        if "://" in full:  # on object storage: the files' checks need local files (the tests read them with DuckDB)
+            continue
         if not os.path.exists(full):
             v.append(f"data file {fid}: missing at {full}")
             continue
@@ -144,6 +146,8 @@ def violations(catalog: str) -> list[str]:
         if dfid not in tdirs:
             continue
         full = to_local(join_path(tdirs[dfid], path) if rd(rel) is not False else path)
+        if "://" in full:  # on object storage (see above)
+            continue
         if not os.path.exists(full):
             continue
         if fmt == "puffin":  # a deletion vector: as DuckDB writes one, no footer

@@ -111,3 +111,46 @@ def attached(server: S3Server, catalog: str, alias: str = "lake", **kw: object) 
         yield con
     finally:
         con.close()
+
+
+def profile_yaml(name: str, server: S3Server, catalog: str, data_path: str, *, extra: str = "",
+                 targets: dict[str, str] | None = None) -> str:
+    """profiles.yml for a lake on the server: target `dev`, plus one output per `targets` entry (name -> schema)
+    that differs from dev only in its schema; `extra` is appended to every output (indented YAML lines)."""
+    keys = "".join(f"      {k}: {v!r}\n" if isinstance(v, str) else f"      {k}: {str(v).lower()}\n"
+                   for k, v in server.profile_keys().items())
+    body = (f"      type: ducklake\n      master: 'local[1]'\n      threads: 1\n      catalog: '{catalog}'\n"
+            f"      data_path: '{data_path}'\n      spark_config:\n        spark.sql.shuffle.partitions: '2'\n"
+            + keys + extra)
+    outputs = "".join(f"    {target}:\n      schema: {schema}\n{body}" for target, schema in (targets or {}).items())
+    return f"{name}:\n  target: dev\n  outputs:\n    dev:\n{body}{outputs}"
+
+
+def run_dbt(project: str | os.PathLike[str], *args: str, ok: bool = True,
+            env_extra: dict[str, str] | None = None) -> str:
+    """One dbt command in its own process (its own Spark driver), with only the profile's S3 keys; its output."""
+    env = {**os.environ, "DBT_PROFILES_DIR": str(project), "PYSPARK_PYTHON": sys.executable, **(env_extra or {})}
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # the profile's keys only
+        env.pop(k, None)
+    proc = subprocess.run([sys.executable, "-c", "from dbt.cli.main import cli; cli()", *args, "--project-dir",
+                           str(project)], cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert (proc.returncode == 0) == ok, f"dbt {' '.join(args)} exited with {proc.returncode}:\n{out[-20000:]}"
+    return out
+
+
+def latest_snapshot(con: object) -> int:
+    """The lake's (attached as `lake`) latest snapshot id."""
+    return int(con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0])  # type: ignore[attr-defined]
+
+
+def rows_at(con: object, table: str, snapshot: int, columns: str = "*") -> list[tuple] | None:
+    """A table's rows (qualified name) at the snapshot as DuckDB reads them, sorted (None: no such table then)."""
+    try:
+        got = con.execute(f"SELECT {columns} FROM {table} AT (VERSION => {snapshot}) ORDER BY ALL")  # type: ignore[attr-defined]
+    except Exception as e:  # noqa: BLE001 - DuckDB's catalog error for a table that did not exist (yet)
+        if "does not exist" in str(e) or "not found" in str(e).lower():
+            return None
+        raise
+    return [tuple(r) for r in got.fetchall()]

@@ -80,3 +80,23 @@ def test_a_parse_error_names_the_line_of_the_statement_dbt_wrote_to_target_run()
     # a statement without dbt's comment, or whose parsed text is not in it, keeps Spark's numbers
     assert statement_line(PARSE_ERROR, "select 1 as a,\n  2 as b\nfrom x wher y = 1") == PARSE_ERROR
     assert statement_line(PARSE_ERROR, "something else") == PARSE_ERROR
+
+
+S3_WRITE_ERROR = """An error occurred while calling o150.parquet.
+: org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to s3a://b/lake/t. SQLSTATE: 58030
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.taskFailedWhileWritingRowsError(QueryExecutionErrors.scala:774)
+\tSuppressed: org.apache.spark.util.Utils$OriginalTryStackTraceException: Full stacktrace of original caller
+\t\tat org.apache.spark.util.Utils$.doTryWithCallerStacktrace(Utils.scala:1400)
+Caused by: org.apache.hadoop.fs.s3a.AWSStatus500Exception: Writing Object on lake/t/part-1.parquet: InternalError
+\tat org.apache.hadoop.fs.s3a.S3AUtils.translateException(S3AUtils.java:260)
+\tSuppressed: software.amazon.awssdk.core.exception.SdkClientException: Request attempt 1 failure: InternalError
+\t\t... 12 more"""
+
+
+def test_suppressed_exceptions_are_cut() -> None:
+    assert short_jvm_error(S3_WRITE_ERROR).splitlines() == [
+        "An error occurred while calling o150.parquet.",
+        ": org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to s3a://b/lake/t. "
+        "SQLSTATE: 58030",
+        "Caused by: org.apache.hadoop.fs.s3a.AWSStatus500Exception: Writing Object on lake/t/part-1.parquet: "
+        "InternalError"]

@@ -12,6 +12,14 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "Plugin":
+        from .compat import refusal
+
+        # before the imports below, which fail on an unsupported pyspark with an ImportError that hides the cause
+        why = refusal()
+        if why is not None:
+            from dbt_common.exceptions import DbtRuntimeError
+
+            raise DbtRuntimeError(why)
         # the imports make ~150k objects that live as long as the process: no collection looks for garbage among
         # them (0.26 s of collections per dbt command), and full collections skip them from then on (gc_freeze).
         # dbt loads its plugins in its main thread before any other thread of ours runs.

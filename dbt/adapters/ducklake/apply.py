@@ -43,8 +43,8 @@ from .spark.work import LakeWork
 
 logger = AdapterLogger("DuckLake")
 CLONE_KINDS = {"hard_link": "hard links of its data files (metadata only, no data copied)",
-               "file_copy": "a copy of its data files (hard links are impossible there)",
-               "spark_copy": "a copy of its rows written by Spark (its files are not on a local file system)"}
+               "file_copy": "a copy of its data files (server-side on S3; locally where hard links are impossible)",
+               "spark_copy": "a copy of its rows written by Spark (its files are neither local nor on S3)"}
 _TRANSFORM = re.compile(r"^\s*(year|month|day|hour|bucket)\s*\(\s*(?:(\d+)\s*,\s*)?`?([^`()]+?)`?\s*\)\s*$", re.I)
 
 

@@ -207,12 +207,15 @@ _JVM_FRAME = re.compile(r"^\s*(at [\w$.<>/-]+\(.*\)|\.\.\. \d+ more)\s*$")
 
 def short_jvm_error(text: str) -> str:
     """An error that carries a JVM stack (Py4J's, from a call outside PySpark's error conversion) as its messages
-    only: the first line and each cause, without the frames (those are logged at debug level). Other text is
-    returned as it is."""
+    only: the first line and each cause, without the frames and suppressed exceptions (those are logged at debug
+    level). Other text is returned as it is."""
     lines = text.strip().splitlines()
     if not any(_JVM_FRAME.match(line) for line in lines):
         return text.strip()
-    out = [line.strip() for line in lines if line.strip() and not _JVM_FRAME.match(line)]
+    # "Suppressed:" lines are side stories (each failed attempt of a retried S3 request, the caller's stack trace
+    # Spark attaches): the causes say what failed
+    out = [line.strip() for line in lines
+           if line.strip() and not _JVM_FRAME.match(line) and not line.strip().startswith("Suppressed:")]
     if len(out) > MAX_ERROR_LINES:
         out = out[:MAX_ERROR_LINES] + ["(the full error is in logs/dbt.log at debug level)"]
     return "\n".join(out)

@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,16 +26,38 @@ MASTER_PREFIXES = ("local", "spark://", "sc://")
 LOCAL_SERVER = re.compile(r"local-server(?:\[(\*|\d+)\])?")
 
 
+def auto_master() -> str:
+    """`master: auto`: a warm local server for a command typed at a terminal, the embedded driver otherwise.
+
+    Why: on a small project a dbt command's own Spark start is most of its time (measured in bench/tiny_commands.py:
+    a `dbt run` of 3 models, embedded 2-4x dbt-duckdb's time, warm within 2x), and someone at a terminal runs many
+    commands in a row; a warm server stops by itself when idle (server_idle_timeout). Scripts, schedulers and CI
+    (no terminal, or CI set, or DBT_DUCKLAKE_WARM=0) keep the daemon-free embedded driver: each command then cleans up
+    after itself and nothing outlives it."""
+    if os.environ.get("DBT_DUCKLAKE_WARM", "").lower() in ("0", "false", "no"):
+        return "local[*]"
+    if os.environ.get("DBT_DUCKLAKE_WARM", "").lower() in ("1", "true", "yes"):
+        return "local-server"
+    if os.environ.get("CI"):
+        return "local[*]"
+    try:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        interactive = False
+    return "local-server" if interactive else "local[*]"
+
+
 @dataclass
 class DuckLakeCredentials(Credentials):
     # the catalog: a path to a DuckDB file (relative to where dbt runs), duckdb:///…, sqlite:///…, postgresql://…
     catalog: str = "metadata.ducklake"
     # where Parquet files go: a local folder or any shared file system Spark and the driver both reach
     data_path: str = "data/"
-    # Spark: local[*] (embedded, the default), local[N], spark://host:7077 (standalone), sc://host:15002 (Connect),
+    # Spark: local[*] (embedded), local[N], spark://host:7077 (standalone), sc://host:15002 (Connect),
     # local-server / local-server[N] (a Spark driver JVM on this machine that the adapter starts, and successive
-    # dbt commands join through Py4J, until it is unused for server_idle_timeout)
-    master: str = "local[*]"
+    # dbt commands join through Py4J, until it is unused for server_idle_timeout), or auto (the default):
+    # local-server for a command typed at a terminal, local[*] otherwise (see `auto_master`)
+    master: str = "auto"
     # seconds without any dbt command using the local server after which it stops (master: local-server)
     server_idle_timeout: float = 1800.0
     # extra Spark settings, e.g. {"spark.driver.memory": "4g"}
@@ -78,6 +101,8 @@ class DuckLakeCredentials(Credentials):
 
     def __post_init__(self) -> None:
         self.catalog, self.data_path = _resolved(self.catalog), _resolved_dir(self.data_path)
+        if self.master == "auto":
+            self.master = auto_master()
         if self.database is not None and self.database != self.schema:
             raise DbtRuntimeError(
                 f"ducklake profile: `database` ({self.database!r}) must be omitted or equal to `schema` "

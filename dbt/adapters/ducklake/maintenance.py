@@ -14,6 +14,7 @@ from .lake.maintenance import cleanup as mt
 from .lake.maintenance.check import check_files
 from .lake.maintenance.option_values import parse_size
 from .runtime import Runtime
+from .spark.session import is_started
 
 logger = AdapterLogger("DuckLake")
 
@@ -143,6 +144,7 @@ def run(rt: Runtime, op: str, **kw: Any) -> Any:
             raise DbtRuntimeError(f"unknown maintenance operation {op!r}")
     except (ValueError, DuckLakeError) as e:
         raise DbtRuntimeError(f"ducklake_{op}: {e}") from e
-    rt.names.refresh_all()  # the Spark views must list the files the lake has now
+    if is_started(rt.spark):  # the Spark views must list the files the lake has now; a session not started has none
+        rt.names.refresh_all()
     logger.info(f"ducklake_{op}: {summary}")
     return summary

@@ -33,7 +33,7 @@ from .change_feed import Cursors
 from .invocation import dbt_command as _command
 from .lake.lake import DuckLake
 from .lake.paths import to_local
-from .lake.storage import ObjectStoreConfig, configure_object_store, file_io
+from .lake.storage import ObjectStoreConfig, check_object_store, configure_object_store, file_io
 from .spark import local_server, s3a
 from .spark.local_server import LocalServer
 from .spark.names import LakeNames
@@ -121,6 +121,10 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             store = creds.object_store()
             if store is not None:  # the driver's own file work on S3 (footers, moves, deletes) uses the profile's
                 configure_object_store(store)
+                # a missing bucket or refused keys said now, shortly, rather than by the first write (a Spark job's
+                # stack trace, after the catalog was created)
+                with _component(f"the data path {creds.data_path!r}", creds):
+                    check_object_store(creds.data_path)
             with _component(f"the catalog {creds.catalog_display!r}", creds):
                 lake = _open_lake(creds)
             server = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import secrets
 import time
@@ -15,6 +17,10 @@ __all__ = ["FileIO", "LocalFileIO", "file_io"]  # the seam lives in storage.py; 
 
 if TYPE_CHECKING:
     from .records import SchemaInfo, TableInfo
+
+logger = logging.getLogger(__name__)
+# what a file a cleanup could not remove becomes, and what finds it
+LEFT_BEHIND = "left behind: ducklake_delete_orphaned_files removes it"
 
 
 def join_path(base: str, rel: str) -> str:
@@ -75,14 +81,30 @@ def table_directory(data_path: str, schema: SchemaInfo, table: TableInfo) -> str
 
 def discard_files(paths: Iterable[str], root: str | None = None) -> None:
     """Remove written files that no commit references (missing ones are fine), and the directories below root that
-    this leaves empty (a table's partition directories; an object store has none to remove)."""
+    this leaves empty (a table's partition directories; an object store has none to remove).
+
+    Best effort: this runs after a failure (often of the storage itself, which may refuse the deletes too), whose
+    error is the one to report; a file that cannot be removed is logged and left as an orphan."""
     dirs: dict[int, tuple[FileIO, set[str]]] = {}
     for path in paths:
         fio = file_io(path)
-        fio.delete(path)
+        try:
+            fio.delete(path)
+        except OSError as e:
+            logger.warning(f"could not remove {path} ({e}); {LEFT_BEHIND}")
+            continue
         dirs.setdefault(id(fio), (fio, set()))[1].add(path.rsplit("/", 1)[0] if "://" in path
                                                         else os.path.dirname(os.path.abspath(to_local(path))))
     if root is None:
         return
     for fio, found in dirs.values():
-        fio.prune_empty_dirs(found, root)
+        with contextlib.suppress(OSError):  # an empty directory left is harmless
+            fio.prune_empty_dirs(found, root)
+
+
+def discard_dir(directory: str) -> None:
+    """Remove a directory of written files (a writer's staging directory), best effort as discard_files."""
+    try:
+        file_io(directory).delete_dir(directory)
+    except OSError as e:
+        logger.warning(f"could not remove {directory} ({e}); {LEFT_BEHIND}")

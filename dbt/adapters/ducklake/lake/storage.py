@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import io
 import os
+import random
+import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +35,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://")
+# attempts of each S3 request (pyarrow's default is 3): throttling (503 SlowDown) and dropped connections are retried
+# with the AWS SDK's backoff; S3 asks clients to retry throttled requests, and s3a retries them up to 20 times
+S3_MAX_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -184,6 +191,11 @@ def _key(path: str) -> str:
     raise ValueError(f"not an S3 path: {path!r}")
 
 
+def object_key(path: str) -> str:
+    """bucket/key of an s3:// or s3a:// path: the same object whatever the spelling."""
+    return _key(path)
+
+
 class S3FileIO:
     """FileIO for s3:// (and s3a://) paths through pyarrow's S3FileSystem. Returned paths use s3://."""
 
@@ -197,11 +209,35 @@ class S3FileIO:
             kwargs.update(access_key=config.key_id, secret_key=config.secret, session_token=config.session_token)
         if config.url_style is not None:
             kwargs["force_virtual_addressing"] = config.url_style == "vhost"
+        kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=S3_MAX_ATTEMPTS)
         # pyarrow's S3 calls its own credential chain (environment, ~/.aws, instance profile) without keys
         self._fs = pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
+        self._where = f"{scheme}://{endpoint}" if endpoint else "AWS S3"
+        self._key_id = config.key_id
+
+    def check(self, directory: str) -> None:
+        """Whether the driver can list the directory's bucket with these settings: one listing (two for an empty
+        directory, whose bucket is then looked up), so that a missing bucket or refused keys are said before any
+        work, not as the error of the first write of a model.
+
+        Raises:
+            ObjectStoreAccessError: the bucket does not exist, S3 refused the keys or the access, or the endpoint
+                cannot be reached (after retries).
+        """
+        key = _key(directory).rstrip("/")
+        bucket = key.split("/", 1)[0]
+        try:
+            found = self._fs.get_file_info(pafs.FileSelector(key, allow_not_found=True))
+            # a listing of a missing bucket is empty, as that of a new lake's directory: ask for the bucket itself
+            missing = not found and self._fs.get_file_info(bucket).type == pafs.FileType.NotFound
+        except OSError as e:
+            raise ObjectStoreAccessError(describe_s3_error(e, bucket, self._where, self._key_id)) from None
+        if missing:
+            raise ObjectStoreAccessError(f"the bucket {bucket!r} does not exist at {self._where} (create it, or fix "
+                                         "data_path or s3_endpoint)")
 
     def open_input(self, path: str) -> pa.NativeFile:
-        return self._fs.open_input_file(_key(path))
+        return pa.PythonFile(_RetryingReader(self._fs.open_input_file(_key(path))), mode="r")
 
     def open_output(self, path: str) -> pa.NativeFile:
         return self._fs.open_output_stream(_key(path))
@@ -244,6 +280,96 @@ class S3FileIO:
         """Nothing to do: S3 has no directories, a prefix is gone with its last object."""
 
 
+class ObjectStoreAccessError(OSError):
+    """The object store cannot be used with the profile's settings: a missing bucket, refused keys, no endpoint."""
+
+
+# pyarrow's text of an AWS SDK error: "AWS Error <CODE> during <Operation> operation: <S3's message>"
+_AWS_ERROR = re.compile(r"AWS Error (\w+)(?: \(HTTP status (\d+)\))? during (\w+) operation: ?(.*)", re.S)
+_REFUSED_KEYS = {"INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "EXPIRED_TOKEN", "INVALID_CLIENT_TOKEN_ID",
+                 "UNRECOGNIZED_CLIENT", "MISSING_AUTHENTICATION_TOKEN"}
+
+
+def describe_s3_error(error: OSError, bucket: str, where: str, key_id: str | None) -> str:
+    """One sentence on a failed S3 request for a user: what it means for the profile (keys, bucket, endpoint), and
+    S3's own words (pyarrow's text also holds curl's and the SDK's details, which are kept at the end)."""
+    m = _AWS_ERROR.search(str(error))
+    code, said = (m.group(1), m.group(4).strip()) if m else ("", str(error).strip())
+    keys = f"the key id {key_id!r}" if key_id else "the AWS default credentials (no s3_access_key_id in the profile)"
+    if code in _REFUSED_KEYS or "Access Key Id" in said or "signature" in said.lower():
+        return (f"S3 at {where} refused the credentials ({keys}): check s3_access_key_id and s3_secret_access_key "
+                f"[{code}: {said}]")
+    if code == "ACCESS_DENIED":
+        return (f"S3 at {where} denied access to the bucket {bucket!r} with {keys}: check the credentials and the "
+                f"bucket's policy (listing, reading and writing objects under data_path) [{said}]")
+    if code == "NO_SUCH_BUCKET":
+        return f"the bucket {bucket!r} does not exist at {where} (create it, or fix data_path or s3_endpoint)"
+    if code == "NETWORK_CONNECTION":
+        return f"cannot reach S3 at {where} (bucket {bucket!r}): check s3_endpoint and s3_use_ssl [{said}]"
+    return f"S3 at {where} failed for the bucket {bucket!r}: {code + ': ' if code else ''}{said}"
+
+
+def check_object_store(path: str) -> None:
+    """For an S3 data path, whether its bucket can be listed with the configured settings (S3FileIO.check);
+    nothing for other paths.
+
+    Raises:
+        ObjectStoreAccessError: see S3FileIO.check.
+    """
+    if is_object_store(path):
+        fio = file_io(path)
+        assert isinstance(fio, S3FileIO)
+        fio.check(path)
+
+
+# pyarrow's ranged read gives the AWS SDK a buffer of the range's size for the answer's body; the XML body of an
+# error answer (a few hundred bytes) overflows a small range (a footer's last 8 bytes), and the SDK then reports
+# INTERNAL_FAILURE "Failed to flush response stream" in place of the 503 SlowDown it was, and does not retry it
+_RETRYABLE_READ = ("Failed to flush response stream", "SLOW_DOWN", "NETWORK_CONNECTION", "HTTP status 503",
+                   "HTTP status 500", "INTERNAL_FAILURE")
+
+
+class _RetryingReader(io.RawIOBase):
+    """An S3 file's reads, each retried (with backoff) on the errors the SDK gives up on (see _RETRYABLE_READ)."""
+
+    def __init__(self, source: pa.NativeFile) -> None:
+        super().__init__()
+        self._source = source
+        self._size = source.size()
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        n = self._size - self._pos if size is None or size < 0 else min(size, max(0, self._size - self._pos))
+        for attempt in range(S3_MAX_ATTEMPTS):
+            try:
+                data = self._source.read_at(n, self._pos) if n else b""
+                break
+            except OSError as e:
+                if attempt == S3_MAX_ATTEMPTS - 1 or not any(m in str(e) for m in _RETRYABLE_READ):
+                    raise
+                time.sleep(random.uniform(0, 0.1 * 2 ** attempt))  # full jitter, as the SDK backs off
+        self._pos += len(data)
+        return bytes(data)
+
+    def close(self) -> None:
+        self._source.close()
+        super().close()
+
+
 _LOCK = threading.Lock()
 _OBJECT_STORE: ObjectStoreConfig = ObjectStoreConfig()
 _S3: S3FileIO | None = None
@@ -257,6 +383,11 @@ def configure_object_store(config: ObjectStoreConfig) -> None:
     with _LOCK:
         if config != _OBJECT_STORE:
             _OBJECT_STORE, _S3 = config, None
+
+
+def object_store_configured() -> bool:
+    """Whether a profile's S3 settings were given to the driver (configure_object_store)."""
+    return ObjectStoreConfig() != _OBJECT_STORE
 
 
 def file_io(path: str) -> FileIO:

@@ -343,9 +343,9 @@ def materialize(data_path: str, table_id: int, links: dict[str, list[tuple[str, 
     for chunk, entries in chunks.items():
         _materialize(chunk, {"": entries}, {})
     _materialize(directory, chunked, tables)
-    _cleanup(root, directory)
-    _cleanup(os.path.join(root, CHUNKS), "")
-    _cleanup(os.path.join(root, READABLE), "")
+    cleanup(root, directory)
+    cleanup(os.path.join(root, CHUNKS), "")
+    cleanup(os.path.join(root, READABLE), "")
     return directory
 
 
@@ -385,14 +385,20 @@ def _chunk_of(name: str) -> int:
     return 0
 
 
-def _materialize(directory: str, links: dict[str, list[tuple[str, str]]],
-                 tables: dict[str, tuple[str, Callable[[], pa.Table]]]) -> None:
-    """Build directory (its subdirectories of symlinks, "" for itself, and its files) unless it exists."""
+def note_in_use(directory: str) -> None:
+    """A manifest directory this process reads: never removed by its own cleanup, and (touched) not by another's."""
     with _lock:
         _in_use.add(directory)
     if os.path.isdir(directory):
         with contextlib.suppress(OSError):
-            os.utime(directory)  # in use: keeps other processes' cleanup off it
+            os.utime(directory)
+
+
+def _materialize(directory: str, links: dict[str, list[tuple[str, str]]],
+                 tables: dict[str, tuple[str, Callable[[], pa.Table]]]) -> None:
+    """Build directory (its subdirectories of symlinks, "" for itself, and its files) unless it exists."""
+    note_in_use(directory)
+    if os.path.isdir(directory):
         return
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
@@ -421,8 +427,9 @@ def positions_table(rows: Sequence[tuple[int, int, int]]) -> pa.Table:
     return pa.table(arrays, schema=pa.schema(list(_GATHERED_SCHEMA)[:3]))
 
 
-def _cleanup(root: str, keep: str) -> None:
-    """Remove the manifests (or chunks) under root nobody used for KEEP_UNUSED_SECONDS (at most once a minute)."""
+def cleanup(root: str, keep: str) -> None:
+    """Remove the manifests (or chunks, or listings: spark/listing.py) under root nobody used for KEEP_UNUSED_SECONDS
+    (at most once a minute)."""
     now = time.time()
     with _lock:
         if now - _last_cleanup.get(root, 0.0) < 60:

@@ -44,7 +44,7 @@ from ..lake import wkb
 from ..lake.errors import DuckLakeError
 from ..lake.paths import join_path
 from ..lake.records import Column
-from . import readable
+from . import readable, s3a
 from .distinct_parts import distinct_parts
 from .readable import readable_column as _readable_column
 
@@ -265,7 +265,8 @@ def _copy(spark: SparkSession, base: str, files: list[tuple[str, int, pa.Schema]
     paths = [p for p, _, _ in files]
     # binaryFile's path is Hadoop's qualified form of the URI (file:/x for file:///x): matched by file name
     names = F.create_map(*[x for p in paths for x in (F.lit(p.rpartition("/")[2]), F.lit(keys[p]))])
-    raw = spark.read.format("binaryFile").load(paths).select(
+    # the catalog's s3:// is s3a:// to Spark (Hadoop's s3:// scheme is not the S3 connector)
+    raw = spark.read.format("binaryFile").load([s3a.to_spark(p) for p in paths]).select(
         "content", F.element_at(names, F.element_at(F.split("path", "/"), -1)).alias(COPY))
     rows = raw.mapInArrow(decoder(schema, geometry), spark_schema(schema))
     # sorted by (file, position), a total order: each file's rows reach its one output file in order

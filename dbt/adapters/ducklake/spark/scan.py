@@ -31,7 +31,7 @@ from ..lake.read.inlined import read_inlined
 from ..lake.read.pruning import Predicate
 from ..lake.read.scan import FileScanTask, ScanPlan, deleted_positions, plan_context, plan_scan
 from ..lake.records import Column, DataFile, TableInfo
-from . import first_read, manifest, read_errors, remote_readable, s3a
+from . import first_read, listing, manifest, read_errors, remote_readable, s3a
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
@@ -49,9 +49,10 @@ from .types import spark_schema
 
 _FID = b"PARQUET:field_id"
 POS = manifest.POS
-# Read through manifests (see spark/manifest.py); off, every file is read by the footer-based path below (tests
-# compare both on every reference scenario). That path remains for what a manifest cannot hold: files matched by a
-# name mapping, remote storage, and HUGEINT columns (DuckDB stores them as DOUBLE, Spark as DECIMAL).
+# Read through manifests (local files, see spark/manifest.py) and listings (files on object storage, see
+# spark/listing.py); off, every file is read by the footer-based path below (tests compare both on every reference
+# scenario). That path remains for what neither can hold: files matched by a name mapping, remote files Spark cannot
+# open as they are (GEOMETRY / VARIANT), and HUGEINT columns (DuckDB stores them as DOUBLE, Spark as DECIMAL).
 USE_MANIFESTS = True
 
 
@@ -93,18 +94,22 @@ def plan_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: Scan
     return "\nUNION ALL\n".join(branches)
 
 
-def _split(table: TableInfo, plan: ScanPlan) -> tuple[list[FileScanTask], list[FileScanTask]]:
-    """The plan's files read through a manifest, and those read by the footer-based path (with their positions)."""
+def _split(table: TableInfo, plan: ScanPlan) -> tuple[list[FileScanTask], list[FileScanTask], list[FileScanTask]]:
+    """The plan's files read through a manifest (local files), through a listing (files on object storage:
+    spark/listing.py), and by the footer-based path (with their positions)."""
     s = plan.snapshot_id
-    if USE_MANIFESTS:
-        defaults = manifest.default_columns(table.columns)
-        linked = [t for t in plan.files if manifest.linkable(t, defaults)]
-        rest = [t for t in plan.files if not manifest.linkable(t, defaults)]
-    else:
-        linked, rest = [], list(plan.files)
+    linked, listed, rest = [], [], []
+    defaults = manifest.default_columns(table.columns)
+    for t in plan.files:
+        if USE_MANIFESTS and manifest.linkable(t, defaults):
+            linked.append(t)
+        elif USE_MANIFESTS and listing.applies(t, table, defaults):
+            listed.append(t)
+        else:
+            rest.append(t)
     rest = [t if t.deleted_positions else dataclasses.replace(t, deleted_positions=deleted_positions(t.data_file, s))
             for t in rest]
-    return linked, rest
+    return linked, listed, rest
 
 
 def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
@@ -125,7 +130,7 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
 
 def _planned_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
                       locators: bool) -> list[str]:
-    linked, rest = _split(table, plan)
+    linked, listed, rest = _split(table, plan)
     out = []
     lay = None
     if linked and not locators and not plan.pruned and first_read.applies(spark, table, linked):
@@ -144,6 +149,11 @@ def _planned_branches(spark: SparkSession, state: LakeState, table: TableInfo, p
         partial = any(t.max_snapshot is not None for t in linked)
         out += [_manifest_sql(name, present, enc, m.deletes, table, plan.snapshot_id, partial, locators)
                 for name, present, enc in m.data]
+    if listed:
+        lst = listing.prepare(spark, state.data_path, table, listed, plan.snapshot_id, encoding_of(table), locators)
+        partial = any(t.max_snapshot is not None for t in listed)
+        out += [listing.listing_sql(lst, name, present, enc, table, plan.snapshot_id, partial, locators)
+                for name, present, enc in lst.data]
     if rest:
         rest = _readable_tasks(spark, state.data_path, table, rest)
         legacy = ScanPlan(plan.table, plan.snapshot_id, tuple(rest))

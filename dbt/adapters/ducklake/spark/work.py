@@ -238,7 +238,7 @@ class LakeWork:
     def clone_table(self, source_schema: str, source: str, schema: str, table: str, *, replace: bool = False) -> str:
         """CREATE [OR REPLACE] TABLE schema.table as a clone of a lake table at this unit's base snapshot: the
         lake links (or copies) its files (Transaction.clone_table); a table whose files the lake layer cannot reach
-        (remote storage) is copied by Spark instead. Returns 'hard_link', 'file_copy' or 'spark_copy'."""
+        (storage other than local or S3) is copied by Spark instead. Returns 'hard_link', 'file_copy' or 'spark_copy'."""
         try:
             kind = self.tx.clone_table(source_schema, source, schema, table, replace=replace)
         except CloneUnsupportedError:

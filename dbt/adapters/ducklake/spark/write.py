@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake.errors import InvalidDataFileError, UnsupportedTypeError
-from ..lake.paths import as_dir, data_file_name, discard_files, file_io, join_path, to_local, uuid7
+from ..lake.paths import as_dir, data_file_name, discard_dir, discard_files, file_io, join_path, to_local, uuid7
 from ..lake.read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
@@ -134,7 +134,7 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         discard_files([f.path for f in moved], table_dir)
         raise
     finally:
-        file_io(staging).delete_dir(staging)
+        discard_dir(staging)  # best effort: a failure to remove it must not hide the write's own error
     return moved
 
 

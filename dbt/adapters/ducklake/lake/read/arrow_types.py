@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pyarrow as pa
@@ -45,6 +46,8 @@ def cast_to(arr: pa.Array, target: pa.DataType) -> pa.Array:
             return pa.ExtensionArray.from_storage(target, arr)
     if target == pa.month_day_nano_interval() and pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width == 12:
         return _parquet_interval(arr)
+    if target == pa.month_day_nano_interval() and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return interval_from_text(arr)
     if _has_uuid(target) and not _has_uuid(arr.type):
         # nested UUIDs given as text (DuckDB's Arrow export): converted in Python (inlined rows are few), then cast
         # from the storage type, which Arrow does for nested extension types
@@ -108,3 +111,34 @@ def _parquet_interval(arr: pa.Array) -> pa.Array:
         months, days, millis = (int.from_bytes(v[i : i + 4], "little") for i in (0, 4, 8))
         out.append(pa.MonthDayNano([months, days, millis * 1_000_000]))
     return pa.array(out, pa.month_day_nano_interval())
+
+
+# how Spark and the driver write an INTERVAL (spark/type_writings.py): text DuckDB casts VARCHAR -> INTERVAL, with
+# microseconds (a Parquet INTERVAL holds milliseconds, and pyarrow cannot write one)
+_INTERVAL_TEXT = re.compile(r"^(-?[0-9]+) months (-?[0-9]+) days (-?[0-9]+) microseconds$")
+
+
+def interval_from_text(arr: pa.Array) -> pa.Array:
+    """'<m> months <d> days <us> microseconds' to Arrow month_day_nano.
+
+    Raises:
+        ValueError: text of another form.
+    """
+    out = []
+    for v in arr.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        m = _INTERVAL_TEXT.match(v)
+        if m is None:
+            raise ValueError(f"{v!r} is not an interval as this adapter writes one ('<m> months <d> days <us> "
+                             "microseconds')")
+        out.append(pa.MonthDayNano([int(m.group(1)), int(m.group(2)), int(m.group(3)) * 1000]))
+    return pa.array(out, pa.month_day_nano_interval())
+
+
+def interval_to_text(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Arrow month_day_nano to the text form above (sub-microsecond nanoseconds dropped, as DuckDB holds none)."""
+    out = [None if v is None else f"{v.months} months {v.days} days {v.nanoseconds // 1000} microseconds"
+           for v in arr.to_pylist()]
+    return pa.array(out, pa.string())

@@ -59,6 +59,10 @@ def read_deletion_vector(path: str) -> np.ndarray:
     """
     with file_io(path).open_input(path) as fh:
         raw = fh.read()
+    return _deletion_vector_positions(path, raw)
+
+
+def _deletion_vector_positions(path: str, raw: bytes) -> np.ndarray:
     if raw[:4] == PUFFIN_MAGIC:
         raise DeleteFileFormatError(f"{path} is a Puffin file of several blobs (DuckLake 1.1): this version reads "
                                     "one deletion vector per file, as DuckLake 1.0 lakes have them")
@@ -88,18 +92,21 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     begin_snapshot. One ParquetFile read (pq.read_table's dataset set-up costs several times a small file's read) of
     just those columns: the file_path column (a string per row) is not decoded, which more than halves the read of a
     small delete file; no pre-buffer and no threads of its own (callers read many files in parallel)."""
-    if is_deletion_vector(path):
-        pos = read_deletion_vector(path)
-        return pa.array(pos, pa.int64()), pa.array(np.full(pos.size, begin_snapshot, dtype=np.int64), pa.int64())
     if is_local(path):
+        if is_deletion_vector(path):
+            return _at_begin(read_deletion_vector(path), begin_snapshot)
         f = pq.ParquetFile(to_local(path), pre_buffer=False)
         names = f.schema_arrow.names
         table = f.read(columns=names[1:3], use_threads=False)
     else:
+        # one request on an object store: the whole (small) file, told apart by its first bytes in memory
         with file_io(path).open_input(path) as source:
-            f = pq.ParquetFile(source, pre_buffer=False)
-            names = f.schema_arrow.names
-            table = f.read(columns=names[1:3], use_threads=False)
+            raw = source.read()
+        if raw[4:8] == DV_MAGIC or raw[:4] == PUFFIN_MAGIC:
+            return _at_begin(_deletion_vector_positions(path, raw), begin_snapshot)
+        f = pq.ParquetFile(pa.BufferReader(raw), pre_buffer=False)
+        names = f.schema_arrow.names
+        table = f.read(columns=names[1:3], use_threads=False)
     pos = table.column(0).combine_chunks().cast(pa.int64())
     if table.num_columns >= 2:
         return pos, table.column(1).combine_chunks().cast(pa.int64())
@@ -113,6 +120,11 @@ def delete_file_has_snapshots(path: str) -> bool:
         return False
     with file_io(path).open_input(path) as source:
         return SNAPSHOT_COLUMN in pq.ParquetFile(source, pre_buffer=False).schema_arrow.names
+
+
+def _at_begin(pos: np.ndarray, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
+    """A deletion vector's positions, all deleted at the file's begin snapshot."""
+    return pa.array(pos, pa.int64()), pa.array(np.full(pos.size, begin_snapshot, dtype=np.int64), pa.int64())
 
 
 def is_deletion_vector(path: str) -> bool:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import paths
+from .. import paths, storage
 from ..errors import MissingDataFileError
 from ..records import DataFile
 
@@ -223,6 +223,18 @@ def _listed_sizes(uris: Sequence[str]) -> dict[str, int | None]:
     for uri in uris:
         by_dir[uri.rpartition("/")[0]].append(uri)
     for directory, files in by_dir.items():
+        if storage.is_object_store(directory) and storage.object_store_configured():
+            # the seam's S3 file system: the profile's endpoint and keys (pyarrow's from_uri knows neither and
+            # reaches for AWS itself: seconds of timeouts on another endpoint, and no check). Without a profile's
+            # settings (a process outside dbt), or when the seam cannot list, pyarrow's own for the URI below.
+            try:
+                listed = {storage.object_key(i.path): i.size for i in storage.file_io(directory).list(directory + "/")}
+            except (pa.ArrowException, OSError, ValueError):
+                listed = None
+            if listed is not None:
+                for uri in files:
+                    out[uri] = listed.get(storage.object_key(uri))
+                continue
         try:
             filesystem, root = pafs.FileSystem.from_uri(directory)
             infos = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
@@ -264,10 +276,8 @@ def content_problem(f: ListedFile) -> str | None:
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4))
                 tail = fh.read(4)
         else:
-            from pyarrow import fs as pafs
-
-            filesystem, where = pafs.FileSystem.from_uri(f.path)
-            with filesystem.open_input_file(where) as fh:
+            # through the storage seam: the profile's endpoint and keys, not pyarrow's defaults for the URI
+            with storage.file_io(f.path).open_input(f.path) as fh:
                 head = fh.read(4)
                 fh.seek(max(0, fh.size() - 4))
                 tail = fh.read(4)
@@ -278,7 +288,11 @@ def content_problem(f: ListedFile) -> str | None:
     if tail == b"PARE":
         return None  # an encrypted footer: pyarrow cannot parse it without the key
     try:
-        meta = pq.read_metadata(paths.to_local(f.path) if paths.is_local(f.path) else f.path)
+        if paths.is_local(f.path):
+            meta = pq.read_metadata(paths.to_local(f.path))
+        else:  # through the seam, as above (pyarrow's own S3 for the URI resolves AWS regions)
+            with storage.file_io(f.path).open_input(f.path) as fh:
+                meta = pq.read_metadata(fh)
     except (OSError, pa.ArrowException, ValueError) as e:
         return f"has a Parquet footer that cannot be read ({_reason(e)})"
     if f.rows is not None and meta.num_rows != f.rows:

@@ -229,7 +229,7 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
     """What cloning `source` as of `state` into schema.name takes: the files and their deletes at the snapshot.
 
     Raises:
-        CloneUnsupportedError: a file of the source is not on a local file system (copy the rows instead).
+        CloneUnsupportedError: a file of the source is neither local nor on S3 (copy the rows instead).
         MissingDataFileError: a file of the source is missing or damaged (nothing is linked or copied).
         ValueError: an unknown mode.
     """
@@ -239,8 +239,9 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
     source_dir = state.table_path(source)
     files = state.files(source)
     for path in [state.data_path, *(f.path for f in files)]:
-        if "://" in path and not path.startswith("file://"):
-            raise CloneUnsupportedError(f"{source.schema_name}.{source.name}: {path} is not on a local file system, "
+        # S3 files are copied server-side through the storage seam (the bytes never pass through the driver)
+        if "://" in path and not path.startswith("file://") and not is_object_store(path):
+            raise CloneUnsupportedError(f"{source.schema_name}.{source.name}: {path} is neither local nor on S3, "
                                         "so its files cannot be linked or copied by the lake layer")
     # every file is linked or copied as it is: a missing or damaged one would make a clone that cannot be read
     context = table_context(source.schema_name, source.name, s)

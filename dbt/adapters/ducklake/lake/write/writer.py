@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InvalidDataFileError
 from ..paths import data_file_name, join_path
+from ..read.arrow_types import interval_to_text
 from ..read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..records import Column, TableInfo
 from ..storage import file_io
@@ -87,10 +88,20 @@ def write_file(table: TableInfo, directory: str, data: pa.Table, key: tuple[str 
     return _write_one(table, directory, data, key)
 
 
+def _writable(data: pa.Table) -> pa.Table:
+    """The rows as Parquet can hold them: pyarrow cannot write an INTERVAL column (month_day_nano), so a top-level
+    one is written as the text Spark writes (DuckDB reads it VARCHAR -> INTERVAL), keeping its field id."""
+    for i, field in enumerate(data.schema):
+        if field.type == pa.month_day_nano_interval():
+            data = data.set_column(i, pa.field(field.name, pa.string(), field.nullable, field.metadata),
+                                   interval_to_text(data.column(i)))
+    return data
+
+
 def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
     path = join_path(directory, data_file_name())
     with file_io(path).open_output(path) as out:
-        pq.write_table(data, out, compression="snappy", write_statistics=True)
+        pq.write_table(_writable(data), out, compression="snappy", write_statistics=True)
     return describe_parquet(path, table.columns, partition_values=key, contains_nan=_nan_presence(table, data))
 
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The version smoke matrix: for each constraints-<variant>.txt (one component at a version other than the default
+# set's), a virtualenv built once from that exact set into a cache directory, then a smoke set of tests in it: the
+# adapter's basic suite, an incremental merge, a snapshot, a many-file read and a dbt build through Spark Connect.
+# The whole suite runs on the default set (constraints.txt, scripts/test.sh); this checks the other versions in
+# minutes instead of running it again per variant.
+#
+# Usage: bash scripts/matrix.sh [variant...]   (default: every constraints-*.txt; e.g. `bash scripts/matrix.sh spark41`)
+# Env: MATRIX_CACHE (where the environments live, default ~/.cache/dbt-ducklake-matrix), PYTHON (default python3).
+set -euo pipefail
+exec </dev/null
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$PWD
+CACHE=${MATRIX_CACHE:-$HOME/.cache/dbt-ducklake-matrix}
+PYTHON=${PYTHON:-python3}
+mkdir -p "$CACHE"
+
+# One test of each kind (-x: the first failure is the variant's answer; the full suite runs on the default set).
+SMOKE=(
+    tests/functional/adapter/test_basic.py
+    tests/functional/adapter/test_incremental.py::TestIncrementalUniqueKeyMerge
+    tests/functional/adapter/test_snapshots.py::TestSnapshotCheckCols
+    tests/functional/test_many_files.py
+    tests/functional/test_connect_dbt.py
+    tests/unit/test_compat.py
+)
+
+if [ "$#" -gt 0 ]; then
+    variants=("$@")
+else
+    variants=()
+    for f in constraints-*.txt; do
+        [ -e "$f" ] || continue
+        v=${f#constraints-}
+        variants+=("${v%.txt}")
+    done
+fi
+[ "${#variants[@]}" -gt 0 ] || { echo "no constraints-*.txt files" >&2; exit 1; }
+
+summary=()
+overall=0
+for v in "${variants[@]}"; do
+    cons="$REPO/constraints-$v.txt"
+    [ -f "$cons" ] || { echo "no $cons" >&2; exit 1; }
+    env_dir="$CACHE/$v"
+    # rebuilt only when its constraints file (or the project's dependencies) changed
+    key=$(cat "$cons" pyproject.toml | sha256sum | cut -c1-16)
+    start=$SECONDS
+    if [ "$(cat "$env_dir/.key" 2>/dev/null)" != "$key" ]; then
+        printf '\n==> %s: building %s\n' "$v" "$env_dir"
+        rm -rf "$env_dir"
+        "$PYTHON" -m venv "$env_dir"
+        "$env_dir/bin/pip" install -q -c "$cons" -e "$REPO[test]"
+        echo "$key" >"$env_dir/.key"
+    fi
+    built=$((SECONDS - start))
+    printf '\n==> %s: %s\n' "$v" "$("$env_dir/bin/python" -c 'from importlib.metadata import version as v
+print(", ".join(f"{d} {v(d)}" for d in ("pyspark", "dbt-core", "dbt-spark", "dbt-tests-adapter", "duckdb")))')"
+    rc=0
+    # nice: the smoke set shares the machine with whatever else runs there
+    nice -n 10 "$env_dir/bin/python" -m pytest -q -p no:cacheprovider -x "${SMOKE[@]}" || rc=$?
+    summary+=("$v: exit $rc, build ${built}s, tests $((SECONDS - start - built))s")
+    [ "$rc" -eq 0 ] || overall=1
+done
+printf '\n==> matrix\n'
+printf '%s\n' "${summary[@]}"
+exit "$overall"
