@@ -132,7 +132,7 @@ def _project(root: Path, server: s3.S3Server, catalog: str, data_path: str) -> P
     (root / "macros" / "ops.sql").write_text(OPS)
     (root / "profiles.yml").write_text(s3.profile_yaml(
         "s3features", server, catalog, data_path, targets={"clone": "clones"},
-        extra="      schema: main\n      write_audit_publish: \"{{ var('wap', false) | as_bool }}\"\n"))
+        extra="      write_audit_publish: \"{{ var('wap', false) | as_bool }}\"\n"))
     return root
 
 

@@ -114,16 +114,17 @@ def attached(server: S3Server, catalog: str, alias: str = "lake", **kw: object) 
 
 
 def profile_yaml(name: str, server: S3Server, catalog: str, data_path: str, *, extra: str = "",
-                 targets: dict[str, str] | None = None) -> str:
-    """profiles.yml for a lake on the server: target `dev`, plus one output per `targets` entry (name -> schema)
-    that differs from dev only in its schema; `extra` is appended to every output (indented YAML lines)."""
+                 targets: dict[str, str] | None = None, schema: str = "main") -> str:
+    """profiles.yml for a lake on the server: target `dev` (in `schema`), plus one output per `targets` entry
+    (name -> schema) that differs from dev only in its schema; `extra` is appended to every output (indented YAML
+    lines, without a schema: a second one would override the target's)."""
     keys = "".join(f"      {k}: {v!r}\n" if isinstance(v, str) else f"      {k}: {str(v).lower()}\n"
                    for k, v in server.profile_keys().items())
     body = (f"      type: ducklake\n      master: 'local[1]'\n      threads: 1\n      catalog: '{catalog}'\n"
             f"      data_path: '{data_path}'\n      spark_config:\n        spark.sql.shuffle.partitions: '2'\n"
             + keys + extra)
-    outputs = "".join(f"    {target}:\n      schema: {schema}\n{body}" for target, schema in (targets or {}).items())
-    return f"{name}:\n  target: dev\n  outputs:\n    dev:\n{body}{outputs}"
+    outputs = "".join(f"    {target}:\n      schema: {other}\n{body}" for target, other in (targets or {}).items())
+    return f"{name}:\n  target: dev\n  outputs:\n    dev:\n      schema: {schema}\n{body}{outputs}"
 
 
 def run_dbt(project: str | os.PathLike[str], *args: str, ok: bool = True,
