@@ -239,7 +239,7 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _run_as_prefix() -> list[str]:
+def run_as_prefix() -> list[str]:
     if os.geteuid() != 0:
         return []
     import pwd
@@ -277,7 +277,7 @@ def start_private() -> PostgresServer:
 
 def _start_private() -> PostgresServer:
     bindir = find_bindir()
-    run_as = _run_as_prefix()
+    run_as = run_as_prefix()
     root = tempfile.mkdtemp(prefix="ducklake-pg-", dir=_base_tmp())
     server = PostgresServer(host="127.0.0.1", port=0, user="postgres", owned=True, root_dir=root, bindir=bindir,
                             _run_as=run_as)

@@ -80,5 +80,8 @@ def test_connector_from_the_cache_or_the_users_settings(monkeypatch: pytest.Monk
     conf = s3a.connector_conf({}, "local[1]")
     assert list(conf) == ["spark.driver.extraClassPath"] and s3a.jar_names()[0] in conf["spark.driver.extraClassPath"]
     assert "spark.jars" in s3a.connector_conf({}, "spark://host:7077")  # a cluster's executors need them too
+    # ... unless the cluster's executors have the connector on their class path: no 560 MB copy to each
+    own = {"spark.executor.extraClassPath": "/opt/jars/hadoop-aws-3.4.1.jar:/opt/jars/bundle-2.24.6.jar"}
+    assert list(s3a.connector_conf(own, "spark://host:7077")) == ["spark.driver.extraClassPath"]
     assert s3a.connector_conf({"spark.jars.packages": s3a.HADOOP_AWS}, "local[1]") == {}
     assert s3a.connector_status({"spark.jars.packages": s3a.HADOOP_AWS})[0]

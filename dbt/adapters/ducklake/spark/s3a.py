@@ -73,7 +73,9 @@ def connector_conf(conf: Mapping[str, str], master: str) -> dict[str, str]:
         return {}
     given = str(conf.get("spark.driver.extraClassPath", ""))
     out = {"spark.driver.extraClassPath": os.pathsep.join([p for p in given.split(os.pathsep) if p] + jars)}
-    if not master.startswith("local"):
+    # a cluster whose executors have the connector on their own class path needs no copy of it (spark.jars would
+    # ship the SDK bundle to every executor's work directory at its start)
+    if not master.startswith("local") and "hadoop-aws" not in str(conf.get("spark.executor.extraClassPath", "")):
         jars_given = str(conf.get("spark.jars", ""))
         out["spark.jars"] = ",".join([j for j in jars_given.split(",") if j] + jars)
     return out

@@ -35,7 +35,7 @@ from . import first_read, listing, manifest, read_errors, remote_readable, s3a
 from .distinct_parts import distinct_parts
 from .manifest import FILE, RID
 from .projection import physical_schema, projection
-from .session import ensure_database
+from .session import ensure_database, runs_on_this_machine
 from .sql_literals import ident, literal, string_literal
 from .type_readings import (
     UNOPENABLE,
@@ -94,16 +94,18 @@ def plan_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: Scan
     return "\nUNION ALL\n".join(branches)
 
 
-def _split(table: TableInfo, plan: ScanPlan) -> tuple[list[FileScanTask], list[FileScanTask], list[FileScanTask]]:
+def _split(table: TableInfo, plan: ScanPlan, here: bool
+           ) -> tuple[list[FileScanTask], list[FileScanTask], list[FileScanTask]]:
     """The plan's files read through a manifest (local files), through a listing (files on object storage:
-    spark/listing.py), and by the footer-based path (with their positions)."""
+    spark/listing.py), and by the footer-based path (with their positions). A manifest lives in the data path, which
+    every Spark host reaches; a listing lives on this machine's disk: only a Spark that runs here (`here`) reads it."""
     s = plan.snapshot_id
     linked, listed, rest = [], [], []
     defaults = manifest.default_columns(table.columns)
     for t in plan.files:
         if USE_MANIFESTS and manifest.linkable(t, defaults):
             linked.append(t)
-        elif USE_MANIFESTS and listing.applies(t, table, defaults):
+        elif USE_MANIFESTS and here and listing.applies(t, table, defaults):
             listed.append(t)
         else:
             rest.append(t)
@@ -130,7 +132,7 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
 
 def _planned_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
                       locators: bool) -> list[str]:
-    linked, listed, rest = _split(table, plan)
+    linked, listed, rest = _split(table, plan, runs_on_this_machine(spark))
     out = []
     lay = None
     if linked and not locators and not plan.pruned and first_read.applies(spark, table, linked):

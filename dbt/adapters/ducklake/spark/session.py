@@ -423,6 +423,15 @@ def apply_required_conf(spark: SparkSession) -> None:
         spark.conf.set(key, value)
 
 
+def runs_on_this_machine(spark: SparkSession) -> bool:
+    """Whether Spark's driver and executors all run on this machine (a local master, in this process or in the warm
+    local server): only then can Spark read what the layer keeps on this machine's disk (spark/listing.py's listings).
+    On a cluster, executors on other hosts, and on Spark Connect the server's driver, cannot."""
+    if not is_classic(spark):
+        return False
+    return str(spark.sparkContext.master).startswith("local")
+
+
 def is_classic(spark: SparkSession) -> bool:
     """A session with a JVM in this process (not Spark Connect): its DataFrames are analyzed when made."""
     if isinstance(spark, LazySession):
