@@ -65,6 +65,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 # it. For a quick edit loop, `.venv/bin/pip install -e .` (re-run this script to be back to the regular install).
 .venv/bin/python -m pip install -q -c constraints.txt "$EXTRAS"
 
+if [ "$WITH_TESTS" -eq 1 ]; then
+    # duckdb 2.x beside the venv's 1.5 (the reference's version): the tests run the catalog layer with it on
+    # PYTHONPATH in a child process (tests/lake/test_duckdb2_catalog_files.py)
+    .venv/bin/python -m pip install -q --no-warn-conflicts --upgrade --target .venv/duckdb2 -c constraints-duckdb2.txt duckdb \
+        || die "could not install duckdb 2.x into .venv/duckdb2"
+fi
+
 
 step "Spark's S3 connector (hadoop-aws + AWS SDK bundle, for data paths on s3://; cached, offline once there)"
 # versions and cache directory come from the package itself (spark/s3a.py), so the adapter finds what this installs

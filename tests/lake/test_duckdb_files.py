@@ -94,16 +94,6 @@ def test_a_failed_operation_lets_go_of_the_file(tmp_path: Path) -> None:
     assert "1" in _other_process_writes(tmp_path / "a.ducklake", "SELECT 1")
 
 
-def _storage_version(path: Path) -> str:
-    con = duckdb.connect()
-    try:
-        con.execute(f"ATTACH '{path}' AS f (READ_ONLY)")
-        return con.execute("SELECT tags['storage_version'] FROM duckdb_databases() WHERE database_name = 'f'"
-                           ).fetchone()[0]
-    finally:
-        con.close()
-
-
 def _create_table(lake: DuckLake, name: str) -> None:
     with lake.transaction() as tx:
         tx.create_table("main", name, (Column(0, "x", "int64"),))
@@ -115,18 +105,18 @@ def test_catalog_files_are_in_the_storage_format_the_reference_writes(
     _create_table(ours, "t")
     reference.execute_all(str(tmp_path / "ref.ducklake"), ["CREATE TABLE lake.t AS SELECT 1 AS x"],
                           data_path=str(tmp_path / "ref_data") + "/")
-    assert _storage_version(tmp_path / "ours.ducklake") == _storage_version(tmp_path / "ref.ducklake")
-    assert _storage_version(tmp_path / "ours.ducklake") != "v1.0.0+"  # DuckDB's default for a new file
+    assert reference.storage_version(tmp_path / "ours.ducklake") == reference.storage_version(tmp_path / "ref.ducklake")
+    assert reference.storage_version(tmp_path / "ours.ducklake") != "v1.0.0+"  # DuckDB's default for a new file
 
     # a catalog file in the old format (as this adapter wrote them before) moves to the reference's at our first
     # commit, as it would at DuckDB's, and both still read it
-    monkeypatch.setattr(duckdb_files, "ATTACH_OPTIONS", "STORAGE_VERSION 'v1.0.0'")
+    monkeypatch.setattr(duckdb_files, "STORAGE_VERSION", "v1.0.0")
     old = _lake(tmp_path, "old")
     _create_table(old, "t")
-    assert _storage_version(tmp_path / "old.ducklake") == "v1.0.0+"
+    assert reference.storage_version(tmp_path / "old.ducklake") == "v1.0.0+"
     monkeypatch.undo()
     _create_table(old, "u")
-    assert _storage_version(tmp_path / "old.ducklake") == _storage_version(tmp_path / "ref.ducklake")
+    assert reference.storage_version(tmp_path / "old.ducklake") == reference.storage_version(tmp_path / "ref.ducklake")
     assert sorted(t.name for t in old.snapshot().tables.values()) == ["t", "u"]
     with reference.attached(str(tmp_path / "old.ducklake")) as con:
         assert con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY 1"

@@ -68,3 +68,14 @@ def execute_all(catalog: str | CatalogLocation, statements: Iterable[str], **kw:
     with attached(catalog, **kw) as con:
         for sql in statements:
             con.execute(sql)
+
+
+def storage_version(path: str | os.PathLike[str]) -> str:
+    """The storage format tag of a DuckDB database file (`v1.5.0+`, ...), as the installed duckdb reads it."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{path}' AS f (READ_ONLY)")
+        return con.execute("SELECT tags['storage_version'] FROM duckdb_databases() WHERE database_name = 'f'"
+                           ).fetchone()[0]
+    finally:
+        con.close()

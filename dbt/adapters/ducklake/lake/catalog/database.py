@@ -344,4 +344,14 @@ def _connect_message(loc: CatalogLocation, e: sa.exc.DBAPIError) -> str:
             "DETACH the lake in that session (or close it), then run again; to share a lake with DuckDB sessions "
             "that stay open, use a SQLite or PostgreSQL catalog"
         )
+    if loc.backend == "duckdb" and duckdb_files.is_newer_storage(e.orig):
+        import duckdb
+
+        return (
+            f"catalog {loc.render()!r} is a DuckDB file of a newer storage format than the installed duckdb "
+            f"{duckdb.__version__} reads (DuckDB 2.0 writes new files in its own format). Install duckdb 2.x beside "
+            "the adapter (pip install 'duckdb>=2.0,<2.1'), which opens it and keeps it in its format; or have DuckDB "
+            f"2.0 create lakes to share with DuckDB 1.5 users as ATTACH 'ducklake:…' AS lake "
+            f"(STORAGE_VERSION '{duckdb_files.STORAGE_VERSION}')"
+        )
     return f"cannot connect to catalog {loc.render()!r}: {cause}"

@@ -59,11 +59,15 @@ def _stable_ns() -> int:
 
 
 STABLE_NS = _stable_ns()
-# As the reference attaches its DuckDB metadata file: in DuckDB's newest storage format, which a new file is created
-# in and an older file is moved to at its next checkpoint. The default (v1.0 format) would differ from the lakes
-# DuckDB writes, and costs more per operation: at 105 tables, an ATTACH took 10 ms against 4 and a commit's
-# CHECKPOINT 25 ms against 12 (the old format kept three times the metadata blocks).
-ATTACH_OPTIONS = "STORAGE_VERSION 'latest'"
+# The storage format of catalog files, as DuckDB 1.5's ducklake extension attaches them: v1.5 (its 'latest'), which a
+# new file is created in and a file of an older format is moved to at its next checkpoint. The default (v1.0 format)
+# would differ from the lakes DuckDB 1.5 writes, and costs more per operation: at 105 tables, an ATTACH took 10 ms
+# against 4 and a commit's CHECKPOINT 25 ms against 12 (the old format kept three times the metadata blocks).
+# Named, not 'latest': with duckdb 2.x installed, 'latest' is v2.0, which DuckDB 1.5 cannot open, and a file is
+# moved to it at its first checkpoint. So a new file is v1.5 whatever duckdb is installed, and with duckdb 2.x an
+# existing file keeps its own format (a file DuckDB 2.0 wrote stays v2.0; one DuckDB 1.5 wrote stays v1.5).
+STORAGE_VERSION = "v1.5.0"
+NEWER_DUCKDB = int(duckdb.__version__.split(".")[0]) >= 2
 # whole-millisecond stamps: a coarse file system (FAT, HFS+, some network ones), where a tick can be 2 s
 COARSE_STABLE_NS = 2_000_000_000
 
@@ -138,7 +142,7 @@ def connect(path: str, defer: bool = False) -> ConnectionWrapper:
         entry = _HOST.attached.get(key)
         if entry is None:
             alias = f"ducklake_catalog_{next(_NAMES)}"
-            cur.execute(f"ATTACH {_literal(key)} AS {alias} ({ATTACH_OPTIONS})")
+            cur.execute(f"ATTACH {_literal(key)} AS {alias}{attach_options(key)}")
             entry = _HOST.attached[key] = _Attachment(alias, defer=defer)
         cur.execute(f"USE {entry.alias}")
         entry.users += 1
@@ -146,6 +150,21 @@ def connect(path: str, defer: bool = False) -> ConnectionWrapper:
         cur.close()
         raise
     return _Attached(cur, key)
+
+
+def attach_options(path: str) -> str:
+    """The ATTACH options of a catalog file (see STORAGE_VERSION)."""
+    if not os.path.exists(path) or not NEWER_DUCKDB:
+        return f" (STORAGE_VERSION '{STORAGE_VERSION}')"
+    return ""
+
+
+def is_newer_storage(error: BaseException | None) -> bool:
+    """Whether DuckDB refused a file for being of a storage format newer than it reads (a file DuckDB 2.0 wrote)."""
+    text = str(error or "")
+    # the file's header (a version number above those it reads), or its storage format tag
+    return ("version number" in text and "can only read" in text) or (
+        "storage version" in text and "greater than" in text)
 
 
 class _Attached(ConnectionWrapper):
