@@ -128,12 +128,19 @@ class Rig:
         _wait("the catalog server", time.monotonic() + timeout, lambda: host.run(ready, check=False).returncode == 0,
               self.logs)
 
-    def restart_catalog(self) -> None:
-        """Restart the catalog server (every connection to it is cut)."""
+    def stop_catalog(self) -> None:
+        """Stop the catalog server (every connection to it is cut)."""
         host = self['catalog']
         bindir, run_as = postgres.find_bindir(), postgres.run_as_prefix()
         host.run([*run_as, os.path.join(bindir, "pg_ctl"), "-D", str(host.home / "pgdata"), "-m", "fast", "-w",
                   "stop"])
+
+    def start_catalog_again(self) -> None:
+        self._pg_start()
+
+    def restart_catalog(self) -> None:
+        """Restart the catalog server (every connection to it is cut)."""
+        self.stop_catalog()
         self._pg_start()
 
     def start_spark(self) -> None:
@@ -176,10 +183,13 @@ class Rig:
         conf["spark.connect.grpc.binding.port"] = str(CONNECT_PORT)
         for k, v in conf.items():
             args += ["--conf", f"{k}={v}"]
-        host.popen("connect", args, env=self._spark_env(host))
-        log = self.net.log_dir / "connect-connect.log"
+        # spark-submit sizes the Connect server's driver (a daemon, as the Thrift server) by SPARK_DAEMON_MEMORY
+        host.popen("connect", args, env=self._spark_env(host, {"SPARK_DAEMON_MEMORY": "768m"}))
+        # ready once its port answers (from the client host): with the AWS SDK bundle first on the class path,
+        # slf4j binds no logger and the server logs nothing
+        probe = [sys.executable, "-c", f"import socket; socket.create_connection(('{host.ip}', {CONNECT_PORT}), 2)"]
         _wait("the Spark Connect server", time.monotonic() + 180,
-              lambda: "Spark Connect server started" in log.read_text(errors="replace"), self.logs)
+              lambda: self['client'].run(probe, check=False).returncode == 0, self.logs)
         self.connect_url = f"sc://{host.ip}:{CONNECT_PORT}"
         return self.connect_url
 

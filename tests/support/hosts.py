@@ -37,6 +37,14 @@ def _sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def _die_with_parent() -> None:
+    """In a child before exec: SIGKILL it when the test process dies, so that a killed test run leaves no host
+    behind (the namespaces go with their last process)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _child_pid(pid: int, timeout: float = 10.0) -> int:
     """The process `unshare --fork` started (it runs in the new namespaces; unshare itself does not)."""
     deadline = time.monotonic() + timeout
@@ -85,7 +93,8 @@ class Host:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{self.name}-{name}.log", "ab") as log:
             proc = subprocess.Popen(self._enter(argv, cwd), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=self.env(env), cwd="/", start_new_session=True)
+                                    stderr=subprocess.STDOUT, env=self.env(env), cwd="/", start_new_session=True,
+                                    preexec_fn=_die_with_parent)
         self.processes.append(proc)
         return proc
 
@@ -159,9 +168,10 @@ class Network:
     _holders: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def _holder(self, setup: str) -> int:
-        proc = subprocess.Popen(["unshare", "--net", "--mount", "--propagation", "private", "--fork", "sh", "-c",
-                                 f"{setup}exec sleep infinity"], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(["unshare", "--net", "--mount", "--propagation", "private", "--fork",
+                                 "--kill-child=SIGKILL", "sh", "-c", f"{setup}exec sleep infinity"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=_die_with_parent)
         self._holders.append(proc)
         return _child_pid(proc.pid)
 
