@@ -38,6 +38,8 @@ from .types import typed_reads
 # manifest it reads, which keeps other processes' cleanup (manifest.KEEP_UNUSED_SECONDS) off it.
 SQL_REUSE_SECONDS = 600.0
 GLOBAL_TEMP = "global_temp"  # Spark's database of global temp views: never a lake schema
+# the layer's own Spark databases (manifest and footer tables: spark/manifest.py DATABASE), never lake schemas
+INTERNAL_PREFIX = "_ducklake_"
 SPARK_SQL_TAG = "spark_sql"  # the Spark SQL text of a DuckLake view created from Spark (its row holds DuckDB SQL)
 PRIVATE = "__ducklake_read_"  # the temporary views of bound reads (bound_reads): then a hash of their SQL
 _VIEW_DEPTH = 32  # views of views bound for one statement (dbt's staging and intermediate layers)
@@ -329,7 +331,7 @@ class LakeNames:
             if key in self._registered:
                 self.forget(schema, name)
             elif (not is_classic(self.spark) and schema.lower() != GLOBAL_TEMP and not is_time_travel_name(name)
-                  and self._absent.get(key) != st.snapshot_id):
+                  and not schema.lower().startswith(INTERNAL_PREFIX) and self._absent.get(key) != st.snapshot_id):
                 # a Connect server outlives this process: its view of an object the lake no longer has (dropped by
                 # an earlier process or by DuckDB) would show stale rows; dropped once per snapshot (time-travel
                 # views are not lake objects, and never stale)
