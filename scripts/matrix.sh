@@ -32,7 +32,10 @@ else
     for f in constraints-*.txt; do
         [ -e "$f" ] || continue
         v=${f#constraints-}
-        variants+=("${v%.txt}")
+        v=${v%.txt}
+        # duckdb2 is no whole environment: setup.sh installs it beside the default one for the catalog-file tests
+        [ "$v" = duckdb2 ] && continue
+        variants+=("$v")
     done
 fi
 [ "${#variants[@]}" -gt 0 ] || { echo "no constraints-*.txt files" >&2; exit 1; }
