@@ -161,13 +161,17 @@ class Rig:
     def master_state(self) -> dict[str, Any]:
         """The master's JSON status, asked from the client host."""
         out = self['client'].run([sys.executable, "-c", "import urllib.request as u, sys; sys.stdout.write(u.urlopen("
-                                  f"'http://{self['master'].ip}:8080/json/', timeout=5).read().decode())"],
+                                  f"'http://{self['master'].ip}:8080/json/', timeout=20).read().decode())"],
                                  check=False)
         return json.loads(out.stdout) if out.returncode == 0 and out.stdout else {}
 
-    def wait_workers(self, n: int, timeout: float = 120) -> None:
-        _wait(f"{n} alive workers", time.monotonic() + timeout,
-              lambda: self.master_state().get("aliveworkers", 0) >= n, self.logs)
+    def wait_workers(self, n: int, timeout: float = 120, *, exactly: bool = False) -> None:
+        """Until the master counts n alive workers (at least n, or exactly n: a lost one no longer counted)."""
+        def counted() -> bool:
+            alive = self.master_state().get("aliveworkers")  # {} while the master does not answer (a loaded host)
+            return alive is not None and (alive == n if exactly else alive >= n)
+
+        _wait(f"{n} alive workers", time.monotonic() + timeout, counted, self.logs)
 
     def start_connect(self) -> str:
         """A Spark Connect server on its own host, its driver on the cluster; its sc:// URL."""
@@ -209,11 +213,12 @@ class Rig:
                 "spark.executor.extraClassPath": jars,
                 "spark.driver.extraJavaOptions": f"{FAST_JVM_OPTIONS} -Djava.io.tmpdir={driver.home / 'tmp'}",
                 "spark.executor.extraJavaOptions": FAST_JVM_OPTIONS,
-                "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", **NETWORK_CONF}
+                "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
 
     def profile(self, name: str, *, data_path: str, master: str | None = None, threads: int = 2,
-                catalog: str | None = None, keys: bool = True) -> str:
-        """profiles.yml for dbt on the client host."""
+                catalog: str | None = None, keys: bool = True, short_timeouts: bool = False) -> str:
+        """profiles.yml for dbt on the client host; short_timeouts: an executor that stops answering is given up in
+        20 s, not Spark's default 120 s (under load, the short ones can give up on busy executors too)."""
         client = self['client']
         lines = [f"{name}:", "  target: dev", "  outputs:", "    dev:", "      type: ducklake",
                  f"      master: '{master or self.master_url}'", f"      threads: {threads}", "      schema: main",
@@ -224,7 +229,8 @@ class Rig:
             lines += [f"      s3_access_key_id: {KEY_ID}", f"      s3_secret_access_key: {SECRET}"]
         if master is None or not master.startswith("sc://"):
             lines.append("      spark_config:")
-            lines += [f"        {k}: '{v}'" for k, v in self.spark_conf(client).items()]
+            conf = {**self.spark_conf(client), **(NETWORK_CONF if short_timeouts else {})}
+            lines += [f"        {k}: '{v}'" for k, v in conf.items()]
         return "\n".join(lines) + "\n"
 
     def duckdb(self, catalog: str, statements: list[str], data_path: str = "") -> list[list[list[Any]]]:

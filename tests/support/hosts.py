@@ -64,6 +64,7 @@ class Host:
     ip: str
     root: Path  # the rig's folder (a private tmpfs on each host)
     pid: int
+    unshare_pid: int  # the `unshare` that made the namespaces: in them too, and its death takes the host down
     veth: str  # the switch's end of the host's link
     switch_pid: int
     log_dir: Path
@@ -124,10 +125,13 @@ class Host:
 
     def pids(self) -> list[int]:
         """Every process on the host but its init (found through the mount namespace it holds)."""
-        mine = os.readlink(f"/proc/{self.pid}/ns/mnt")
+        try:
+            mine = os.readlink(f"/proc/{self.pid}/ns/mnt")
+        except OSError:  # the host is gone, and its processes with it
+            return []
         found = []
         for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == self.pid:
+            if not entry.isdigit() or int(entry) in (self.pid, self.unshare_pid):
                 continue
             with suppress(OSError):
                 if os.readlink(f"/proc/{entry}/ns/mnt") == mine:
@@ -167,17 +171,18 @@ class Network:
     hosts: dict[str, Host] = field(default_factory=dict)
     _holders: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def _holder(self, setup: str) -> int:
+    def _holder(self, setup: str) -> tuple[int, int]:
+        """(the process holding new namespaces, the unshare that made them)"""
         proc = subprocess.Popen(["unshare", "--net", "--mount", "--propagation", "private", "--fork",
                                  "--kill-child=SIGKILL", "sh", "-c", f"{setup}exec sleep infinity"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, preexec_fn=_die_with_parent)
         self._holders.append(proc)
-        return _child_pid(proc.pid)
+        return _child_pid(proc.pid), proc.pid
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.switch_pid = self._holder("")
+        self.switch_pid = self._holder("")[0]
         _sh("nsenter", "-t", str(self.switch_pid), "-n", "ip", "link", "add", "br0", "type", "bridge")
         _sh("nsenter", "-t", str(self.switch_pid), "-n", "ip", "link", "set", "br0", "up")
 
@@ -186,7 +191,7 @@ class Network:
         `installed`: variables that name software installed outside HOME (as a host image would carry it)."""
         ip = f"{SUBNET}.{10 + len(self.hosts)}"
         home = self.root / name
-        pid = self._holder(f"mount -t tmpfs -o size=4g,mode=755 rig '{self.root}' && "
+        pid, unshare_pid = self._holder(f"mount -t tmpfs -o size=4g,mode=755 rig '{self.root}' && "
                            f"mkdir -p '{home}/tmp' && chmod 1777 '{home}/tmp' && ")
         # the host's end is named in the host's namespace; the switch's end needs a name unique on this machine
         # while it is created here (root namespace), before it moves into the switch
@@ -197,15 +202,20 @@ class Network:
         for cmd in (["ip", "addr", "add", f"{ip}/24", "dev", "eth0"], ["ip", "link", "set", "eth0", "up"],
                     ["ip", "link", "set", "lo", "up"]):
             _sh("nsenter", "-t", str(pid), "-n", *cmd)
-        host = Host(name, ip, self.root, pid, veth, self.switch_pid, self.log_dir, dict(installed or {}))
+        host = Host(name, ip, self.root, pid, unshare_pid, veth, self.switch_pid, self.log_dir, dict(installed or {}))
         self.hosts[name] = host
         return host
 
     def stop(self) -> None:
+        """Everything goes, whatever fails on the way (a host already gone, a process that will not wait)."""
         for host in self.hosts.values():
-            host.kill_all()
+            with suppress(OSError):
+                host.kill_all()
+            for proc in host.processes:  # each leads its own session
+                with suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
         for proc in self._holders:
-            with suppress(ProcessLookupError):
+            with suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)

@@ -11,6 +11,7 @@ added as literals.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import re
@@ -94,18 +95,19 @@ def plan_sql(spark: SparkSession, state: LakeState, table: TableInfo, plan: Scan
     return "\nUNION ALL\n".join(branches)
 
 
-def _split(table: TableInfo, plan: ScanPlan, here: bool
+def _split(table: TableInfo, plan: ScanPlan, here: Callable[[], bool]
            ) -> tuple[list[FileScanTask], list[FileScanTask], list[FileScanTask]]:
     """The plan's files read through a manifest (local files), through a listing (files on object storage:
     spark/listing.py), and by the footer-based path (with their positions). A manifest lives in the data path, which
-    every Spark host reaches; a listing lives on this machine's disk: only a Spark that runs here (`here`) reads it."""
+    every Spark host reaches; a listing lives on this machine's disk: only a Spark that runs here (`here()`, asked
+    only for a file a listing could hold: asking starts a Spark not started yet) reads it."""
     s = plan.snapshot_id
     linked, listed, rest = [], [], []
     defaults = manifest.default_columns(table.columns)
     for t in plan.files:
         if USE_MANIFESTS and manifest.linkable(t, defaults):
             linked.append(t)
-        elif USE_MANIFESTS and here and listing.applies(t, table, defaults):
+        elif USE_MANIFESTS and listing.applies(t, table, defaults) and here():
             listed.append(t)
         else:
             rest.append(t)
@@ -132,7 +134,7 @@ def _file_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan
 
 def _planned_branches(spark: SparkSession, state: LakeState, table: TableInfo, plan: ScanPlan,
                       locators: bool) -> list[str]:
-    linked, listed, rest = _split(table, plan, runs_on_this_machine(spark))
+    linked, listed, rest = _split(table, plan, functools.cache(lambda: runs_on_this_machine(spark)))
     out = []
     lay = None
     if linked and not locators and not plan.pruned and first_read.applies(spark, table, linked):
