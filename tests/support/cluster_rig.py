@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -106,10 +105,11 @@ class Rig:
         host.run([*run_as, os.path.join(bindir, "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
                   "-E", "UTF8", "--no-locale", "--no-sync"])
         host.run(["sh", "-c", f"echo 'host all all 0.0.0.0/0 trust' >> '{data}/pg_hba.conf'"])
-        self._pg_start()
+        self.start_catalog_server()
         self.create_database("lake")
 
-    def _pg_start(self) -> None:
+    def start_catalog_server(self) -> None:
+        """Start the catalog server on its existing data (first start included)."""
         host = self['catalog']
         bindir, run_as = postgres.find_bindir(), postgres.run_as_prefix()
         host.run([*run_as, os.path.join(bindir, "pg_ctl"), "-D", str(host.home / "pgdata"), "-l",
@@ -135,13 +135,10 @@ class Rig:
         host.run([*run_as, os.path.join(bindir, "pg_ctl"), "-D", str(host.home / "pgdata"), "-m", "fast", "-w",
                   "stop"])
 
-    def start_catalog_again(self) -> None:
-        self._pg_start()
-
     def restart_catalog(self) -> None:
         """Restart the catalog server (every connection to it is cut)."""
         self.stop_catalog()
-        self._pg_start()
+        self.start_catalog_server()
 
     def start_spark(self) -> None:
         master = self['master']
@@ -299,9 +296,7 @@ def _invariants_main(catalog: str, endpoint: str, _data_path: str = "") -> None:
     print(json.dumps(violations(catalog)))
 
 
-_ARGS = re.compile(r"^(duckdb|invariants)$")
-
 if __name__ == "__main__":
-    if len(sys.argv) not in (4, 5) or not _ARGS.match(sys.argv[1]):
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in ("duckdb", "invariants"):
         raise SystemExit("usage: python -m tests.support.cluster_rig duckdb|invariants CATALOG S3_ENDPOINT [DATA_PATH]")
     (_duckdb_main if sys.argv[1] == "duckdb" else _invariants_main)(*sys.argv[2:])
