@@ -68,7 +68,18 @@ class Rig:
         return f"postgresql://postgres@{self['catalog'].ip}:{PG_PORT}/{database}"
 
     def logs(self, lines: int = 40) -> str:
-        return "\n".join(h.logs(lines) for h in self.hosts.values())
+        """The tails of every host's service logs and of each executor's stderr (in a worker's private folder, read
+        on that host: it is gone with the rig)."""
+        parts = [h.logs(lines) for h in self.hosts.values()]
+        for name in WORKERS:
+            host = self.hosts.get(name)
+            if host is None:
+                continue
+            for path in host.files("work"):
+                if path.endswith("/stderr"):
+                    text = host.run(["tail", "-n", str(lines), str(host.home / "work" / path)], check=False).stdout
+                    parts.append(f"--- {name}: executor {path} (last {lines} lines) ---\n{text}")
+        return "\n".join(parts)
 
     # -- services -------------------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -26,7 +26,9 @@ from ..lake.read.pruning import And, Compare, InValues, Predicate, all_of
 from ..lake.read.scan import plan_scan
 from ..lake.records import Column, TableInfo
 from ..lake.write.datafiles import DataFileSpec
+from ..lake.write.faults import fault_point
 from ..lake.write.transaction import Transaction
+from .kept_rows import ATTEMPTS, computed_once, lost_kept_rows, note_retry
 from .predicates import column_ref, conjuncts, to_predicate, unparen
 from .scan import LOCATORS, target_rows_sql
 from .sql_literals import ident, literal, string_literal
@@ -644,27 +646,6 @@ def _keys_only(on: str, matched: list[When], new: list[str], by_source: list[Whe
 
 
 @contextlib.contextmanager
-def computed_once(df: DataFrame) -> Iterator[DataFrame]:
-    """df with its rows computed at its first use and kept until the block ends (a local checkpoint).
-
-    Why not `persist`: Spark's cache is keyed by the plan, so another statement's unpersist of an equal plan (two
-    models with the same SQL) or a replaced view that the plan read drops it, and the next pass recomputes the rows.
-    A recomputed MERGE source gets other row numbers (monotonically_increasing_id after a shuffle depends on the
-    order the rows arrive in), so matched rows would be taken for unmatched ones. A checkpoint's blocks belong to
-    this DataFrame alone; a lost executor makes the statement fail, never recompute."""
-    from pyspark import StorageLevel
-
-    kept = df.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
-    try:
-        yield kept
-    finally:
-        jdf = getattr(kept, "_jdf", None)  # classic: free the blocks now (Connect frees them with the DataFrame)
-        if jdf is not None:
-            with contextlib.suppress(Exception):
-                jdf.queryExecution().logical().rdd().unpersist(False)
-
-
-@contextlib.contextmanager
 def source_view(source: object) -> Iterator[str]:
     """A MERGE source as a temporary view, computed once (its rows cannot differ between the passes)."""
     name = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
@@ -681,8 +662,24 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     """Stage MERGE INTO schema.table in tx (see merge_into).
 
     The source is materialized once (its query runs once, and its rows cannot differ between the passes), the target
-    is joined with it once, and only the matched rows are kept for the update, delete and insert passes.
+    is joined with it once, and only the matched rows are kept for the update, delete and insert passes. When the
+    kept source is lost with an executor, the statement runs again from the start (see kept_rows): the files the
+    failed run wrote are removed, and nothing of it was staged yet.
     """
+    for attempt in range(1, ATTEMPTS + 1):
+        mark = tx.owned_mark()
+        try:
+            return _stage_merge_once(spark, tx, schema, table, source, on, clauses, replicated=attempt > 1)
+        except Exception as e:
+            if attempt == ATTEMPTS or not lost_kept_rows(e):
+                raise
+            tx.discard_owned_since(mark)
+            note_retry(f"MERGE INTO {schema}.{table}", attempt, e)
+    raise AssertionError("unreachable")
+
+
+def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
+                      clauses: list[When], *, replicated: bool) -> Staged:
     from pyspark import StorageLevel
 
     from .write import write_files
@@ -698,7 +695,8 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     unmatched_view = f"__ducklake_merge_unmatched_{tag}"
     kept = contextlib.ExitStack()
     # the source rows and their numbers, the same in every pass
-    src = kept.enter_context(computed_once(source.withColumn("__src_row", F.monotonically_increasing_id())))  # type: ignore[attr-defined]
+    src = kept.enter_context(computed_once(source.withColumn("__src_row", F.monotonically_increasing_id()),  # type: ignore[attr-defined]
+                                          replicated=replicated))
     src.createOrReplaceTempView(src_view)
     table_dir = tx.table_path(info)
     done = Staged()
@@ -715,6 +713,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
         # counts its distinct keys
         bounds = tuple(spark.sql(bounds_sql(src_view, keys, [] if unmatched_unique else unique)).collect()[0])
         n_source = bounds[0]
+        fault_point("merge_source_kept")
         if unique and not unmatched_unique and bounds[-2] != bounds[-1]:
             _refuse_repeated_keys(spark, src_view, unique, schema, table)
         prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)

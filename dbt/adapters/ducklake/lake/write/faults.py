@@ -4,7 +4,8 @@ DUCKLAKE_TEST_CRASH_AT=<phase> kills the process (SIGKILL) when it reaches the p
 with DUCKLAKE_TEST_PAUSE_FILE=<path> creates that file there and waits until it is removed (so a test can, say,
 stop the catalog server at that moment). Phases: spark_write (Spark wrote the files, not yet moved into the table),
 files_written (the files are in place, the catalog transaction has not begun), catalog_transaction (inside it, before
-COMMIT), after_commit. Unset, these are no-ops.
+COMMIT), after_commit, and merge_source_kept (a MERGE's source is computed and kept on the executors, no pass has
+read it yet). Unset, these are no-ops.
 """
 
 from __future__ import annotations

@@ -90,6 +90,16 @@ class Transaction:
         if paths:
             self._owned.append((paths, root))
 
+    def owned_mark(self) -> int:
+        """A mark of the files owned so far, for discard_owned_since."""
+        return len(self._owned)
+
+    def discard_owned_since(self, mark: int) -> None:
+        """Remove the files owned after mark (a statement that failed before it staged anything, and runs again)."""
+        later, self._owned = self._owned[mark:], self._owned[:mark]
+        for paths, root in later:
+            discard_files(paths, root)
+
     def _discard_owned(self) -> None:
         owned, self._owned = self._owned, []
         for paths, root in owned:
