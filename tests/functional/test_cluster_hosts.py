@@ -217,8 +217,8 @@ def _leftovers(rig: Rig, catalog: str, data_path: str) -> tuple[set[str], set[st
     """(objects in the store under the lake's data path that no catalog row names, what DuckDB's orphan dry run
     would delete); Spark's readable copies aside (not lake files)."""
     prefix = data_path[len("s3://lake/"):]
-    # directory markers (empty keys ending in /, which pyarrow's S3 file system puts for a folder it emptied) are
-    # no files: neither engine reads or lists them as lake files
+    # directory markers (empty keys ending in /, which Spark's s3a connector puts for folders it makes) are no
+    # files: neither engine reads or lists them as lake files
     keys = {f"s3://lake/{k}" for k in rig.store_keys(prefix) if "/_ducklake_spark/" not in k and not k.endswith("/")}
     meta = "__ducklake_metadata_lake"
     path = ("case when f.path_is_relative then case when t.path_is_relative then case when s.path_is_relative "

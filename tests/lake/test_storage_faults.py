@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dbt.adapters.ducklake.lake import storage
+from dbt.adapters.ducklake.lake import s3_deletes, storage
 from dbt.adapters.ducklake.lake.paths import LEFT_BEHIND, discard_dir, discard_files
 from tests.support import s3
 from tests.support.s3_faults import FaultProxy, fault_proxy
@@ -72,3 +72,33 @@ def test_a_refused_cleanup_is_logged_not_raised(proxy: FaultProxy, caplog: pytes
     assert sum(LEFT_BEHIND in r.getMessage() for r in caplog.records) == 2
     proxy.clear()
     assert sorted(i.path for i in fio.list(root)) == [root + "t/a.parquet", root + "t/staging/b.parquet"]
+
+
+def _keys(server: s3.S3Server, bucket: str) -> list[str]:
+    """Every key of the bucket as S3 holds it (directory markers too, which pyarrow's listing shows as folders)."""
+    import botocore.session
+
+    client = botocore.session.get_session().create_client(
+        "s3", region_name=server.region, endpoint_url=f"http://{server.endpoint}", aws_access_key_id=server.key_id,
+        aws_secret_access_key=server.secret)
+    return sorted(o["Key"] for o in client.list_objects_v2(Bucket=bucket).get("Contents", []))
+
+
+def test_deletes_are_batched_retried_and_leave_no_directory_markers(proxy: FaultProxy,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(s3_deletes, "BATCH", 10)  # 25 files: three requests
+    bucket = proxy.upstream.make_bucket()
+    root = f"s3://{bucket}/lake/"
+    fio = storage.file_io(root)
+    names = [f"t/k={i % 3}/f{i}.parquet" for i in range(25)]
+    for name in [*names, "t/staging/a.parquet", "t/staging/b.parquet"]:
+        with fio.open_output(root + name) as out:
+            out.write(b"x")
+    fio.move(root + "t/staging/a.parquet", root + "u/a.parquet")
+    throttled = proxy.add("slowdown", methods={"POST"}, query="delete", times=1)
+    discard_files([root + n for n in names], root + "t/")
+    fio.delete_dir(root + "t/staging")
+    assert throttled.faulted == 1  # the throttled batch was sent again
+    # every folder emptied is gone: pyarrow's own deletes left `t/`, `t/k=0/`, ... as empty marker objects
+    assert _keys(proxy.upstream, bucket) == ["lake/u/a.parquet"]
+

@@ -26,13 +26,15 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from .s3_deletes import S3BatchDeleter
 
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://")
 # attempts of each S3 request (pyarrow's default is 3): throttling (503 SlowDown) and dropped connections are retried
@@ -94,6 +96,14 @@ class FileIO(Protocol):
 
         Raises:
             FileNotFoundError: no source file.
+        """
+        ...
+
+    def delete_many(self, paths: Iterable[str]) -> None:
+        """Remove files (missing ones are fine), as few requests as the store allows.
+
+        Raises:
+            OSError: naming the files not removed (the others are gone).
         """
         ...
 
@@ -161,6 +171,16 @@ class LocalFileIO:
         with contextlib.suppress(FileNotFoundError):
             os.remove(to_local(path))
 
+    def delete_many(self, paths: Iterable[str]) -> None:
+        failed = []
+        for path in paths:
+            try:
+                self.delete(path)
+            except OSError as e:
+                failed.append(f"{path} ({e})")
+        if failed:
+            raise OSError(f"could not remove {len(failed)} files: {', '.join(failed[:5])}")
+
     def delete_dir(self, directory: str) -> None:
         shutil.rmtree(to_local(directory), ignore_errors=True)
 
@@ -214,6 +234,10 @@ class S3FileIO:
         self._fs = pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
         self._where = f"{scheme}://{endpoint}" if endpoint else "AWS S3"
         self._key_id = config.key_id
+        self._deleter = S3BatchDeleter(
+            endpoint_url=f"{scheme}://{endpoint}" if endpoint else None, region=config.region,
+            key_id=config.key_id, secret=config.secret, session_token=config.session_token,
+            url_style=config.url_style, max_attempts=S3_MAX_ATTEMPTS)
 
     def check(self, directory: str) -> None:
         """Whether the driver can list the directory's bucket with these settings: one listing (two for an empty
@@ -261,20 +285,35 @@ class S3FileIO:
                 yield FileInfo("s3://" + info.path, int(info.size), modified)
 
     def move(self, source: str, target: str) -> None:
-        self._fs.move(_key(source), _key(target))
+        # a server-side copy, then the batch delete (pyarrow's move deletes with delete_file: see s3_deletes)
+        self._fs.copy_file(_key(source), _key(target))
+        self.delete(source)
 
     def copy(self, source: str, target: str) -> None:
         if not self.exists(source):  # S3's CopyObject error would not say which file
             raise FileNotFoundError(source)
         self._fs.copy_file(_key(source), _key(target))
 
+    def delete_many(self, paths: Iterable[str]) -> None:
+        by_bucket: dict[str, list[str]] = {}
+        for path in paths:
+            bucket, key = _key(path).split("/", 1)
+            by_bucket.setdefault(bucket, []).append(key)
+        refused = []
+        for bucket, keys in by_bucket.items():
+            refused += [f"s3://{bucket}/{key} ({why})" for key, why in self._deleter.delete(bucket, keys)]
+        if refused:
+            raise OSError(f"S3 at {self._where} refused removing {len(refused)} files: {', '.join(refused[:5])}")
+
     def delete(self, path: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._fs.delete_file(_key(path))
+        self.delete_many([path])
 
     def delete_dir(self, directory: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._fs.delete_dir(_key(directory).rstrip("/"))
+        """Every object under the directory, directory markers too (other writers' tools put them)."""
+        prefix = _key(directory).rstrip("/")
+        selector = pafs.FileSelector(prefix, recursive=True, allow_not_found=True)
+        keys = [i.path + ("/" if i.type == pafs.FileType.Directory else "") for i in self._fs.get_file_info(selector)]
+        self.delete_many(f"s3://{k}" for k in [*keys, prefix + "/"])
 
     def prune_empty_dirs(self, directories: set[str], root: str) -> None:
         """Nothing to do: S3 has no directories, a prefix is gone with its last object."""
