@@ -68,8 +68,10 @@ def test_delete_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str
         ).to_arrow_table()
     assert our_rows == arrow_rows(expected)
     assert our_changes == arrow_rows(expected_changes)
-    with reference.attached(ours) as con:  # and DuckDB reads what we wrote the same way
+    with reference.attached(ours) as con:  # and DuckDB reads what we wrote the same way, change feed too
         assert arrow_rows(con.execute(f"SELECT rowid, * FROM lake.{schema}.{table}").to_arrow_table()) == our_rows
+        assert arrow_rows(con.execute(f"SELECT * FROM ducklake_table_changes('lake', '{schema}', '{table}', "
+                                      f"{first + 1}, {st.snapshot_id})").to_arrow_table()) == our_changes
     assert violations(ours) == []
 
 

@@ -3,6 +3,12 @@
 Follows the reference's ducklake_table_changes: insertions are rows of files (or inlined rows) whose snapshot lies in
 [start, end]; deletions are positions of delete files, ended files and inlined deletes whose snapshot lies in the range;
 an insert and a delete of the same rowid in the same snapshot form an update (preimage + postimage).
+
+One quirk is kept on purpose: a delete file without a snapshot column (the first delete of a data file) on a data file
+that carries per-row snapshots (merged or flushed files) reports each deleted row at the row's own insert snapshot,
+not at the delete file's snapshot. The reference does so (its deletion scan takes the snapshot column of the data file
+when the delete file has none), so a later delete of a compacted row shows up at its insert snapshot: paired with the
+insertion as update pre/postimages when the range holds the insert, as a delete outside [start, end] otherwise.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from ..catalog.state import LakeState, load_files
 from ..catalog.state_advance import changed_by
 from ..lake import DuckLake
 from ..records import DataFile, TableInfo
-from .deletes import SNAPSHOT_COLUMN, read_delete_file
+from .deletes import SNAPSHOT_COLUMN, delete_file_has_snapshots, read_delete_file
 from .file_checks import DELETE_FILE, ListedFile, data_file, reading, verify
 from .scan import ROWID, FileScanTask, read_file
 
@@ -36,6 +42,9 @@ class FileDeletions:
 
     data_file: DataFile
     positions: tuple[tuple[int, int], ...]  # (position, snapshot)
+    # positions read from a delete file without a snapshot column: reported at the row's insert snapshot when the
+    # data file carries per-row snapshots (see the module)
+    at_insert: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -70,27 +79,37 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
     verify(context, [ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)
                      for f, _ in files if f.delete_file is not None])
     insertions, deletions = [], []
-    from_files: dict[int, dict[int, int]] = {}
+    from_files: dict[int, tuple[dict[int, int], bool]] = {}  # data file id -> (position -> snapshot, plain file)
     for f, _ in files:
         if f.delete_file is not None:
             with reading(context, ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)):
                 d = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot)
-            from_files[f.data_file_id] = dict(zip(d.positions, d.snapshots, strict=True))
-    committed = _committed_at(db, info.table_id, {s for m in from_files.values() for s in m.values() if s <= end})
+            from_files[f.data_file_id] = (dict(zip(d.positions, d.snapshots, strict=True)),
+                                          not delete_file_has_snapshots(f.delete_file.path))
+    committed = _committed_at(db, info.table_id,
+                              {s for m, _ in from_files.values() for s in m.values() if s <= end})
     for f, end_snapshot in files:
         if start <= f.begin_snapshot <= end or (f.partial_max is not None and f.partial_max >= start):
             insertions.append(FileInsertions(f, f.partial_max is not None))
-        deleted = {p: committed.get(s, s) for p, s in from_files.get(f.data_file_id, {}).items()}
+        found, is_plain = from_files.get(f.data_file_id, ({}, False))
+        deleted = {p: committed.get(s, s) for p, s in found.items()}
+        by_files = dict(deleted)  # deletes of the delete file alone
+        plain: set[int] = set(found) if is_plain else set()
         for pos, begin in f.inlined_deletes:
             deleted.setdefault(pos, begin)
         in_range = {p: s for p, s in deleted.items() if start <= s <= end}
-        if end_snapshot is not None and start <= end_snapshot <= end:
-            # the file ended in range: every row not deleted before then was deleted at its end
+        inlined_in_range = any(start <= begin <= end for _, begin in f.inlined_deletes)
+        if end_snapshot is not None and start <= end_snapshot <= end and not inlined_in_range:
+            # the file ended in range: every row not deleted by a delete file before then was deleted at its end.
+            # The reference reports no such rows when the file also has inlined deletes in range (only those), and
+            # does not subtract inlined deletes made before the range: both kept, to report what it reports.
             for p in range(f.record_count):
-                if p not in deleted or deleted[p] >= end_snapshot:
+                if p not in by_files or by_files[p] >= end_snapshot:
                     in_range[p] = end_snapshot
+                    plain.discard(p)  # a whole-file delete names its snapshot
         if in_range:
-            deletions.append(FileDeletions(f, tuple(sorted(in_range.items()))))
+            at_insert = frozenset(p for p in plain if p in in_range)
+            deletions.append(FileDeletions(f, tuple(sorted(in_range.items())), at_insert))
     # the data files whose rows are read (a file listed both ways is checked once)
     verify(context, [data_file(c.data_file) for c in (*insertions, *deletions)])
     return TableChanges(info, start, end, tuple(insertions), tuple(deletions), tuple(inlined_ins), tuple(inlined_del))
@@ -203,7 +222,12 @@ def read_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
         with reading(context, data_file(f)):
             raw = read_file(FileScanTask(f, (), None, mappings.get(f.mapping_id or -1)), cols, True)
         idx = pa.array([p for p, _ in de.positions], pa.int64())
-        t = raw.take(idx).append_column("snapshot_id", pa.array([s for _, s in de.positions], pa.int64()))
+        snaps = [s for _, s in de.positions]
+        embedded = _embedded_snapshots(f) if de.at_insert else None
+        if embedded is not None:
+            own = embedded.to_pylist()
+            snaps = [own[p] if p in de.at_insert else s for p, s in de.positions]
+        t = raw.take(idx).append_column("snapshot_id", pa.array(snaps, pa.int64()))
         deleted.append(t)
     if plan.inlined_inserts or plan.inlined_deletes:
         from .inlined import read_inlined
@@ -228,6 +252,19 @@ def _row_snapshots(f: DataFile, n: int) -> pa.Array:
     with parquet_source(f.path) as source:
         col = pq.read_table(source, columns=[SNAPSHOT_COLUMN]).column(0)
     return col.combine_chunks().cast(pa.int64())
+
+
+def _embedded_snapshots(f: DataFile) -> pa.Array | None:
+    """The data file's per-row snapshot column, if it has one (whatever its partial_max says)."""
+    import pyarrow.parquet as pq
+
+    from ..storage import parquet_source
+
+    with parquet_source(f.path) as source:
+        pf = pq.ParquetFile(source)
+        if SNAPSHOT_COLUMN not in pf.schema_arrow.names:
+            return None
+        return pf.read(columns=[SNAPSHOT_COLUMN]).column(0).combine_chunks().cast(pa.int64())
 
 
 def _pair(inserted: list[pa.Table], deleted: list[pa.Table], cols: object) -> pa.Table:

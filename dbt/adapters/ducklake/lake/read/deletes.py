@@ -113,6 +113,15 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     return pos, pa.array([begin_snapshot] * len(pos), pa.int64())
 
 
+def delete_file_has_snapshots(path: str) -> bool:
+    """Whether a delete file names the snapshot of each position (a Parquet file with the snapshot column); a file
+    without it (or a deletion vector) deleted everything at its begin_snapshot."""
+    if is_deletion_vector(path):
+        return False
+    with file_io(path).open_input(path) as source:
+        return SNAPSHOT_COLUMN in pq.ParquetFile(source, pre_buffer=False).schema_arrow.names
+
+
 def _at_begin(pos: np.ndarray, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
     """A deletion vector's positions, all deleted at the file's begin snapshot."""
     return pa.array(pos, pa.int64()), pa.array(np.full(pos.size, begin_snapshot, dtype=np.int64), pa.int64())

@@ -395,8 +395,9 @@ class DeleteRows(Operation):
             return
         b.changes.deleted_tables.add(info.table_id)
         b.changes.deleted_files.add(f.data_file_id)
-        if len(already) + len(new) >= f.record_count:
-            # every row gone: the reference ends the data file and writes no delete file
+        if (len(existing.positions) if existing else 0) + len(new) >= f.record_count:
+            # every row gone by delete files: the reference ends the data file and writes no delete file. Rows
+            # deleted by inlined deletes do not count: with those, it writes a delete file of the rest, as here
             b.add(*file_rows.end_data_files(b.snapshot_id, data_file_id=f.data_file_id))
             b.add(*file_rows.end_delete_files(b.snapshot_id, data_file_id=f.data_file_id))
             return
@@ -411,10 +412,15 @@ class DeleteRows(Operation):
                                           b.table_path(info), len(merged.positions), size, footer, None, "puffin")
         else:
             path = join_path(directory, delete_file_name())
-            size, footer = write_delete_file(path, f.path, merged, with_snapshots=existing is not None)
+            # each position's snapshot is written when the file already had deletes (1.0 style: the new file holds
+            # them all), and for a data file whose rows carry their own snapshots (a merged or flushed file): a
+            # delete file without the column makes the reference's change feed report such a row's delete at the
+            # row's insert snapshot, where a feed that already read past it never sees it
+            with_snapshots = existing is not None or f.partial_max is not None
+            size, footer = write_delete_file(path, f.path, merged, with_snapshots=with_snapshots)
             row = file_rows.DeleteFileRow(
                 b.file_id(), info.table_id, min(merged.snapshots) if existing else b.snapshot_id, f.data_file_id, path,
-                b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if existing else None)
+                b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if with_snapshots else None)
         b.written_files.append(path)
         b.add_rows(file_rows.delete_files(b.db.dialect, [row]))
         if existing is not None and f.delete_file is not None:
