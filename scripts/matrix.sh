@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The version smoke matrix: for each constraints-<variant>.txt (one component at a version other than the default
 # set's), a virtualenv built once from that exact set into a cache directory, then a smoke set of tests in it: the
-# adapter's basic suite, an incremental merge, a snapshot, a many-file read and a dbt build through Spark Connect.
-# The whole suite runs on the default set (constraints.txt, scripts/test.sh); this checks the other versions in
+# adapter's basic suite, an incremental merge, a snapshot, a many-file read, a dbt build through Spark Connect and the
+# Spark layer on a standalone cluster. The whole suite runs on the default set (constraints.txt, scripts/test.sh); this checks the other versions in
 # minutes instead of running it again per variant.
 #
 # Usage: bash scripts/matrix.sh [variant...]   (default: every constraints-*.txt; e.g. `bash scripts/matrix.sh spark41`)
@@ -22,6 +22,7 @@ SMOKE=(
     tests/functional/adapter/test_snapshots.py::TestSnapshotCheckCols
     tests/functional/test_many_files.py
     tests/functional/test_connect_dbt.py
+    tests/spark/test_cluster.py
     tests/unit/test_compat.py
 )
 
