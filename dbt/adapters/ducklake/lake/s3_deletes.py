@@ -3,7 +3,7 @@ seam (reads, writes, copies, listings) is pyarrow's (lake/storage.py).
 
 pyarrow's delete_file is a DELETE plus a look at the parent "directory", and when the file was the last one
 under its prefix, a PUT of an empty marker object (`prefix/`): pyarrow keeps a directory existing after its last
-file goes, as a file system would (apache/arrow issue 36275; no option to turn it off in pyarrow 26). DuckDB writes
+file goes, as a file system would (a known Arrow behaviour, with no option to turn it off in pyarrow 26). DuckDB writes
 no markers. Removing N files (a cleanup, a failed model's files) took up to 3 N requests one after the other and
 left marker objects behind; DeleteObjects takes up to 1,000 keys a request and leaves nothing.
 
