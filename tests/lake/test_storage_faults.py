@@ -74,16 +74,6 @@ def test_a_refused_cleanup_is_logged_not_raised(proxy: FaultProxy, caplog: pytes
     assert sorted(i.path for i in fio.list(root)) == [root + "t/a.parquet", root + "t/staging/b.parquet"]
 
 
-def _keys(server: s3.S3Server, bucket: str) -> list[str]:
-    """Every key of the bucket as S3 holds it (directory markers too, which pyarrow's listing shows as folders)."""
-    import botocore.session
-
-    client = botocore.session.get_session().create_client(
-        "s3", region_name=server.region, endpoint_url=f"http://{server.endpoint}", aws_access_key_id=server.key_id,
-        aws_secret_access_key=server.secret)
-    return sorted(o["Key"] for o in client.list_objects_v2(Bucket=bucket).get("Contents", []))
-
-
 def test_deletes_are_batched_retried_and_leave_no_directory_markers(proxy: FaultProxy,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(s3_deletes, "BATCH", 10)  # 25 files: three requests
@@ -100,5 +90,5 @@ def test_deletes_are_batched_retried_and_leave_no_directory_markers(proxy: Fault
     fio.delete_dir(root + "t/staging")
     assert throttled.faulted == 1  # the throttled batch was sent again
     # every folder emptied is gone: pyarrow's own deletes left `t/`, `t/k=0/`, ... as empty marker objects
-    assert _keys(proxy.upstream, bucket) == ["lake/u/a.parquet"]
+    assert proxy.upstream.keys(bucket) == ["lake/u/a.parquet"]
 

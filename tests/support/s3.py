@@ -45,6 +45,16 @@ class S3Server:
             pass
         return bucket
 
+    def keys(self, bucket: str) -> list[str]:
+        """Every key of the bucket as the server holds it (directory markers too, which pyarrow lists as folders)."""
+        import botocore.session
+
+        client = botocore.session.get_session().create_client(
+            "s3", region_name=self.region, endpoint_url=self.url, aws_access_key_id=self.key_id,
+            aws_secret_access_key=self.secret)
+        return sorted(o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+                      for o in page.get("Contents", []))
+
     def profile_keys(self) -> dict[str, object]:
         """The ducklake profile keys that reach this server."""
         return {"s3_access_key_id": self.key_id, "s3_secret_access_key": self.secret, "s3_region": self.region,

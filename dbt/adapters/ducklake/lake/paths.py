@@ -79,17 +79,22 @@ def table_directory(data_path: str, schema: SchemaInfo, table: TableInfo) -> str
     return join_path(base, table.path) if table.path_is_relative else table.path
 
 
+def by_file_io(paths: Iterable[str]) -> list[tuple[FileIO, list[str]]]:
+    """The paths grouped by the FileIO that reaches them (so that each store gets its files in one batch)."""
+    groups: dict[int, tuple[FileIO, list[str]]] = {}
+    for path in paths:
+        fio = file_io(path)
+        groups.setdefault(id(fio), (fio, []))[1].append(path)
+    return list(groups.values())
+
+
 def discard_files(paths: Iterable[str], root: str | None = None) -> None:
     """Remove written files that no commit references (missing ones are fine), and the directories below root that
     this leaves empty (a table's partition directories; an object store has none to remove).
 
     Best effort: this runs after a failure (often of the storage itself, which may refuse the deletes too), whose
     error is the one to report; a file that cannot be removed is logged and left as an orphan."""
-    by_io: dict[int, tuple[FileIO, list[str]]] = {}
-    for path in paths:
-        fio = file_io(path)
-        by_io.setdefault(id(fio), (fio, []))[1].append(path)
-    for fio, group in by_io.values():
+    for fio, group in by_file_io(paths):
         try:
             fio.delete_many(group)  # one request per 1,000 files on S3
         except OSError as e:

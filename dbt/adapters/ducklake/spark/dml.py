@@ -674,7 +674,7 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             if attempt == ATTEMPTS or not lost_kept_rows(e):
                 raise
             tx.discard_owned_since(mark)
-            note_retry(f"MERGE INTO {schema}.{table}", attempt, e)
+            note_retry(f"MERGE INTO {schema}.{table}", attempt)
     raise AssertionError("unreachable")
 
 

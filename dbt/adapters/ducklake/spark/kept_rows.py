@@ -50,6 +50,6 @@ def computed_once(df: DataFrame, *, replicated: bool = False) -> Iterator[DataFr
                 jdf.queryExecution().logical().rdd().unpersist(False)
 
 
-def note_retry(what: str, attempt: int, error: BaseException) -> None:
+def note_retry(what: str, attempt: int) -> None:
     _log.warning(f"{what}: rows kept on an executor were lost with it ({LOST_BLOCK}); running it again "
                  f"(attempt {attempt + 1} of {ATTEMPTS}, two copies of each block)")

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from ..catalog.database import CatalogDB
 from ..catalog.state import id_list, list_snapshots
 from ..errors import DuckLakeError
-from ..paths import FileIO, file_io, join_path, to_local
+from ..paths import by_file_io, file_io, join_path, to_local
 from ..records import Snapshot
 from ..write import file_rows
 from .compaction import flush_inlined_data, merge_adjacent_files
@@ -185,11 +185,7 @@ def cleanup_old_files(
                   for fid, path, rel, start in rows
                   if cutoff is None or db.dialect.read_timestamp(start) < cutoff]
         if chosen and not dry_run:
-            by_io: dict[int, tuple[FileIO, list[str]]] = {}
-            for _, path in chosen:
-                fio = file_io(path)
-                by_io.setdefault(id(fio), (fio, []))[1].append(path)
-            for fio, group in by_io.values():
+            for fio, group in by_file_io(p for _, p in chosen):
                 fio.delete_many(group)  # one request per 1,000 files on S3
             db.execute(conn, f"DELETE FROM {{p}}ducklake_files_scheduled_for_deletion "
                              f"WHERE data_file_id IN ({id_list(f for f, _ in chosen)})")

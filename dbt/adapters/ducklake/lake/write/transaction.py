@@ -101,9 +101,7 @@ class Transaction:
             discard_files(paths, root)
 
     def _discard_owned(self) -> None:
-        owned, self._owned = self._owned, []
-        for paths, root in owned:
-            discard_files(paths, root)
+        self.discard_owned_since(0)
 
     # the staged view --------------------------------------------------------------------------------------------
     def table(self, schema: str, name: str) -> TableInfo:
