@@ -260,6 +260,7 @@ CATALOG_TABLES = [
     "ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_schema", "ducklake_table", "ducklake_column",
     "ducklake_view", "ducklake_tag", "ducklake_column_tag", "ducklake_partition_info", "ducklake_partition_column",
     "ducklake_schema_versions", "ducklake_table_stats", "ducklake_table_column_stats", "ducklake_inlined_data_tables",
+    "ducklake_view_column_tag",
 ]
 FILE_TABLES = [
     "ducklake_data_file", "ducklake_delete_file", "ducklake_file_column_stats", "ducklake_file_partition_value",

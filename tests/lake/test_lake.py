@@ -136,12 +136,12 @@ def test_spec_03_lake_is_refused_with_the_migration(kind: str, tmp_path: object)
 
 
 def test_a_newer_spec_is_refused_with_the_way_to_stay_on_ours(tmp_path: object) -> None:
-    """A DuckLake 1.1 catalog (DuckDB 2.0's default for new lakes): the message says how to keep lakes at 1.0."""
+    """A spec after 1.1: the message says how to keep the lakes shared with the adapter at a version it reads."""
     catalog = f"sqlite:///{tmp_path}/lake.sqlite"
     DuckLake.create(catalog, f"{tmp_path}/data/").close()
     with sqlite3.connect(f"{tmp_path}/lake.sqlite") as con:
-        con.execute("UPDATE ducklake_metadata SET value = '1.1' WHERE key = 'version'")
-    with pytest.raises(UnsupportedVersionError, match=r"spec version 1\.1 .*DUCKLAKE_VERSION '1\.0'"):
+        con.execute("UPDATE ducklake_metadata SET value = '1.2' WHERE key = 'version'")
+    with pytest.raises(UnsupportedVersionError, match=r"spec version 1\.2;.*DUCKLAKE_VERSION '1\.1'.*DUCKLAKE_VERSION '1\.0'"):
         DuckLake.open(catalog)
 
 

@@ -58,6 +58,9 @@ class DuckLakeCredentials(Credentials):
     # dbt commands join through Py4J, until it is unused for server_idle_timeout), or auto (the default):
     # local-server for a command typed at a terminal, local[*] otherwise (see `auto_master`)
     master: str = "auto"
+    # the DuckLake spec of a lake the adapter creates: "1.0" (DuckDB 1.5 and 2.0 open it) or "1.1" (DuckDB 2.0's
+    # default; DuckDB 1.5 cannot open it). An existing lake keeps its version: it is never migrated.
+    ducklake_version: str = "1.0"
     # seconds without any dbt command using the local server after which it stops (master: local-server)
     server_idle_timeout: float = 1800.0
     # extra Spark settings, e.g. {"spark.driver.memory": "4g"}
@@ -112,6 +115,10 @@ class DuckLakeCredentials(Credentials):
             raise DbtRuntimeError("ducklake profile: `catalog` must name a catalog database (a path or a URL)")
         if not self.data_path:
             raise DbtRuntimeError("ducklake profile: `data_path` must name the folder for the Parquet files")
+        self.ducklake_version = str(self.ducklake_version)  # YAML reads an unquoted 1.1 as a number
+        if self.ducklake_version not in ("1.0", "1.1"):
+            raise DbtRuntimeError(f"ducklake profile: `ducklake_version` {self.ducklake_version!r} is not a DuckLake "
+                                  "spec this adapter creates; use \"1.0\" or \"1.1\"")
         if not self.master.startswith(MASTER_PREFIXES):
             raise DbtRuntimeError(
                 f"ducklake profile: `master` {self.master!r} is not a Spark master this adapter can use; "

@@ -216,7 +216,7 @@ def _open_lake(creds: DuckLakeCredentials) -> DuckLake | None:
     _refuse_foreign_files(creds)
     _make_local_dirs(creds)
     try:
-        return DuckLake.create(loc, creds.data_path)
+        return DuckLake.create(loc, creds.data_path, version=creds.ducklake_version)
     except Exception as failed:
         # two first runs at once: another process created the lake between the check and the create (on
         # PostgreSQL this surfaces as a duplicate table): open theirs; anything else is a real failure, reported

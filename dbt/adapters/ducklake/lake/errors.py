@@ -19,6 +19,10 @@ class UnsupportedVersionError(DuckLakeError):
     """The lake was written in a spec version this layer does not read or write."""
 
 
+class UnsupportedFeatureError(UnsupportedVersionError):
+    """A part of a newer spec's lake (a table, schema or operation) this version cannot read or write yet."""
+
+
 class LakeExistsError(DuckLakeError):
     """A new lake was asked for where one already exists."""
 

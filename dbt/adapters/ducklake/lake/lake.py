@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog import ddl
 from .catalog.database import CatalogDB
+from .catalog.spec import READABLE_VERSIONS, spec_for
 from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state, option_value
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
@@ -61,13 +62,17 @@ class DuckLake:
         *,
         metadata_schema: str | None = None,
         options: dict[str, str] | None = None,
+        version: str = "1.0",
     ) -> DuckLake:
-        """Create a new spec-1.0 lake in an empty catalog database, the way DuckDB's extension initialises one.
+        """Create a new lake in an empty catalog database, the way DuckDB's extension initialises one. version:
+        the spec, '1.0' (DuckDB 1.5 and 2.0 read it) or '1.1' (DuckDB 2.0's default; DuckDB 1.5 cannot read it).
 
         Raises:
             LakeExistsError: the database already holds a lake.
             CatalogConnectionError: the database cannot be reached.
         """
+        if version not in ("1.0", "1.1"):
+            raise UnsupportedVersionError(f"cannot create a DuckLake of spec version {version!r}: use '1.0' or '1.1'")
         loc = parse_catalog(catalog) if isinstance(catalog, str) else catalog
         db = CatalogDB(loc, metadata_schema)
         stored = _store_data_path(data_path)
@@ -76,13 +81,13 @@ class DuckLake:
                 raise LakeExistsError(f"catalog {loc.render()!r} already holds a DuckLake; open it instead")
             if metadata_schema:
                 db.execute(conn, f"CREATE SCHEMA IF NOT EXISTS {db.prefix.rstrip('.')}")
-            for stmt in ddl.CATALOG_TABLES:
+            for stmt in ddl.catalog_tables(version):
                 db.execute(conn, db.dialect.ddl(stmt.replace("{schema}", db.prefix)))
             # snapshot 0 holds the schema main, as DuckDB's extension creates it
             first = Snapshot(0, dt.datetime.now(dt.timezone.utc), 0, 1, 0, changes_made='created_schema:"main"')
             db.execute(conn, *catalog_rows.snapshot(db.dialect, first))
             db.execute(conn, *catalog_rows.snapshot_changes(first))
-            rows = [("version", ddl.SPEC_VERSION), ("created_by", CREATED_BY), ("data_path", stored),
+            rows = [("version", version), ("created_by", CREATED_BY), ("data_path", stored),
                     ("encrypted", "false")]
             rows += sorted((options or {}).items())
             db.execute(conn, "INSERT INTO {p}ducklake_metadata (key, value) VALUES (:k, :v)",
@@ -115,13 +120,18 @@ class DuckLake:
                 raise NotALakeError(
                     f"catalog {loc.render()!r} is not a DuckLake: it has no ducklake_metadata table"
                 )
+            columns = db.catalog_columns(conn)
+            # a 1.1 development layout versions options and scopes global ones 'global' instead of NULL
+            current = " AND end_snapshot IS NULL" if "end_snapshot" in columns.get("ducklake_metadata", ()) else ""
             options = {
                 k: v
-                for k, v in db.query(conn, "SELECT key, value FROM {p}ducklake_metadata WHERE scope IS NULL")
+                for k, v in db.query(conn, "SELECT key, value FROM {p}ducklake_metadata "
+                                           f"WHERE (scope IS NULL OR scope = 'global'){current}")
             }
         version = options.get("version")
-        if version != ddl.SPEC_VERSION:
+        if version not in READABLE_VERSIONS:
             raise UnsupportedVersionError(_version_message(loc, version))
+        db.spec = spec_for(version, columns)
         if options.get("encrypted") == "true":
             raise UnsupportedVersionError(
                 f"catalog {loc.render()!r} is an encrypted DuckLake; this layer cannot read or write encrypted files"
@@ -327,6 +337,10 @@ class DuckLake:
             ValueError: a value DuckDB would refuse for that option.
         """
         value = _option_text(name, value)
+        if self.db.spec.versioned_options:
+            raise UnsupportedVersionError(
+                f"setting option {name!r}: this catalog versions its options by snapshot (a DuckLake 1.1 development "
+                "layout of ducklake_metadata), which this version reads but does not write; set it with DuckDB")
         scope, scope_id = ("table", table_id) if table_id is not None else (
             ("schema", schema_id) if schema_id is not None else (None, None))
         where = "key = :k AND scope IS NULL" if scope is None else "key = :k AND scope = :s AND scope_id = :i"
@@ -414,17 +428,16 @@ def _version_message(loc: CatalogLocation, version: str | None) -> str:
             f"ATTACH '{loc.duckdb_attach_target()}' AS lake (AUTOMATIC_MIGRATION TRUE). Note that DuckDB's migration "
             "drops 0.3 partial-file info, so time travel into files merged under 0.3 can return duplicate rows."
         )
-    if version is not None and _newer(version, ddl.SPEC_VERSION):
+    if version is not None and _newer(version, "1.1"):
         return (
-            f"catalog {loc.render()!r} holds a DuckLake of spec version {version} (written by DuckDB 2.0 or newer); "
-            f"this adapter reads and writes spec {ddl.SPEC_VERSION} (DuckDB 1.5). A catalog of an earlier version "
-            f"stays at it: DuckDB 2.0 leaves a {ddl.SPEC_VERSION} lake unmigrated unless asked, so keep the lakes you "
-            f"share with this adapter at {ddl.SPEC_VERSION}, and create new ones as {ddl.SPEC_VERSION}: ATTACH "
-            f"'ducklake:…' AS lake (DUCKLAKE_VERSION '{ddl.SPEC_VERSION}') in DuckDB 2.0"
+            f"catalog {loc.render()!r} holds a DuckLake of spec version {version}; this adapter reads and writes "
+            f"specs {', '.join(READABLE_VERSIONS)} (DuckDB 1.5 and 2.0). A catalog stays at its version unless "
+            "migrated: create lakes you share with this adapter as 1.1 (ATTACH 'ducklake:…' AS lake "
+            "(DUCKLAKE_VERSION '1.1')) or 1.0 (DUCKLAKE_VERSION '1.0'), and do not migrate them"
         )
     return (
-        f"catalog {loc.render()!r} holds a DuckLake of spec version {version!r}; this adapter reads and writes spec "
-        f"{ddl.SPEC_VERSION} only (in DuckDB 2.0, ATTACH ... (DUCKLAKE_VERSION '{ddl.SPEC_VERSION}') creates such a lake)"
+        f"catalog {loc.render()!r} holds a DuckLake of spec version {version!r}; this adapter reads and writes specs "
+        f"{', '.join(READABLE_VERSIONS)} (in DuckDB 2.0, ATTACH ... (DUCKLAKE_VERSION '1.1') creates such a lake)"
     )
 
 

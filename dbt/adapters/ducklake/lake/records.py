@@ -146,6 +146,8 @@ class ViewInfo:
     column_aliases: str
     begin_snapshot: int
     tags: dict[str, str] = field(default_factory=dict, compare=False)
+    # DuckLake 1.1: tags of the view's columns, by the name the view's query gives the column
+    column_tags: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
 
     @property
     def comment(self) -> str | None:

@@ -199,7 +199,13 @@ class LakeWork:
             info = tx.table(schema, name)
         except NoSuchTableError:
             info = None
-        if column is not None:
+        if column is not None and info is None:
+            # a view's column: DuckLake 1.1 keeps its comment by name; a 1.0 catalog has nowhere to keep it
+            view = ci_lookup(tx.base.views, (schema, name))
+            if view is None or not tx.base.db.spec.view_column_tags:
+                return 0
+            current = view.column_tags.get(column, {}).get("comment")
+        elif column is not None:
             col = next((c for c in info.columns if c.name.lower() == column.lower()), None) if info else None
             if col is None:
                 return 0

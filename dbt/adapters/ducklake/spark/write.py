@@ -41,7 +41,7 @@ from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
 from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.write.faults import fault_point
-from ..lake.write.partitioning import validate_transform
+from ..lake.write.partitioning import EPOCH_TRANSFORMS, validate_transform
 from ..lake.write.writer import NULL_PARTITION_DIR, write_data_files
 from . import s3a
 from .local_write import write_local
@@ -373,6 +373,8 @@ def _key(name: str, col: Column, transform: str, dtype: T.DataType, taken: set[s
         return _Key(name, col, transform, ({name: _identity_text(c, t, dtype)},), ())
     if transform in ("year", "month", "day", "hour"):
         return _Key(name, col, transform, ({name: _calendar(c, dtype, transform).cast("string")},), ())
+    if transform in EPOCH_TRANSFORMS:
+        return _Key(name, col, transform, ({name: _epoch(c, dtype, transform).cast("string")},), ())
     m = _BUCKET.match(transform)
     assert m is not None  # validate_transform accepted it
     n = int(m.group(1))
@@ -427,6 +429,27 @@ def _calendar(c: SparkColumn, dtype: T.DataType, transform: str) -> SparkColumn:
     fn: Callable[[SparkColumn], SparkColumn] = {
         "year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}[transform]
     return fn(c)
+
+
+def _epoch(c: SparkColumn, dtype: T.DataType, transform: str) -> SparkColumn:
+    """DuckLake 1.1's epoch_*: whole years/months/days/hours since 1970-01-01 (UTC for timestamptz), floored."""
+    if isinstance(dtype, T.DateType):
+        if transform == "epoch_day":
+            return F.unix_date(c)
+        year, month = F.year(c), F.month(c)
+    else:
+        us = _micros(c, dtype)
+        if transform in ("epoch_day", "epoch_hour"):
+            unit = F.lit(_MICROS_PER_DAY if transform == "epoch_day" else _MICROS_PER_HOUR)
+            # a multiple of the unit divided exactly (decimal): a floor that holds for negative values too
+            return ((us - F.pmod(us, unit)).cast("decimal(20,0)") / unit.cast("decimal(20,0)")).cast("bigint")
+        day = F.date_from_unix_date(
+            ((us - F.pmod(us, F.lit(_MICROS_PER_DAY))).cast("decimal(20,0)")
+             / F.lit(_MICROS_PER_DAY).cast("decimal(20,0)")).cast("int"))
+        year, month = F.year(day), F.month(day)
+    if transform == "epoch_year":
+        return year - F.lit(1970)
+    return (year - F.lit(1970)) * F.lit(12) + month - F.lit(1)
 
 
 def _as_long(c: SparkColumn, dtype: T.DataType) -> SparkColumn:

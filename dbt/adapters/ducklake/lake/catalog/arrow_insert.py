@@ -25,6 +25,7 @@ import pyarrow as pa
 from sqlalchemy.engine import Connection
 
 from . import ddl
+from .spec import columns_of_1_0
 
 # SQLAlchemy text()'s own bind-parameter pattern, so exactly the names it would bind are taken from the Arrow table
 _BIND_RE = re.compile(r"(?<![:\w\x5c]):(\w+)(?!:)")
@@ -46,7 +47,7 @@ def catalog_column_types() -> dict[str, dict[str, str]]:
         for part in m.group(2).split(","):
             name, type_, *_ = part.split()
             cols[name] = type_
-        out[m.group(1)] = cols
+        out[m.group(1)] = cols | ddl.ADDED_IN_1_1.get(m.group(1), {})
     return out
 
 
@@ -84,8 +85,10 @@ def rewrite(sql: str) -> tuple[str, tuple[str, ...]] | None:
     types = catalog_column_types().get(table)
     if types is None:
         return None
-    targets = [c.strip() for c in col_list.split(",")] if col_list is not None else list(types)
     exprs = split_top_level(values)
+    # positional: the 1.0 columns (1.1's added ones are only ever named)
+    targets = [c.strip() for c in col_list.split(",")] if col_list is not None else list(types)[:len(
+        columns_of_1_0()[table])]
     if len(exprs) != len(targets) or any(t not in types for t in targets):
         return None
     names: list[str] = []

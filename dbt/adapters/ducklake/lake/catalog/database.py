@@ -22,6 +22,7 @@ from ..write.faults import fault_point
 from . import duckdb_files
 from .arrow_insert import insert_from_arrow
 from .dialect import Dialect, dialect_for
+from .spec import SPEC_1_0, CatalogSpec
 from .url import CatalogLocation
 
 # A DuckDB catalog file is locked by the process that has it open; another process waits this long for it.
@@ -71,6 +72,8 @@ class CatalogDB:
         self._held = threading.local()  # this thread's connection inside reading()
         # a DuckDB file's release after a write runs in the background (duckdb_files); settle() waits for it
         self.defer_releases = False
+        # the catalog's spec version and added columns: set when the lake is opened (1.0 until then)
+        self.spec: CatalogSpec = SPEC_1_0
 
     # naming ------------------------------------------------------------------------------------------------
     @property
@@ -294,6 +297,27 @@ class CatalogDB:
             ).first()
         return row is not None
 
+    def catalog_columns(self, conn: Connection) -> dict[str, set[str]]:
+        """The columns of each ducklake_* table of the catalog's schema (lower case), by table."""
+        schema = self.metadata_schema or self.dialect.default_schema
+        out: dict[str, set[str]] = {}
+        if self.location.backend == "sqlite":
+            names = [r[0] for r in conn.execute(sa.text(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ducklake%'"))]
+            for name in names:
+                if name.startswith("ducklake_inlined_"):
+                    continue
+                rows = conn.execute(sa.text(f"SELECT name FROM pragma_table_info('{name}')"))
+                out[name] = {r[0].lower() for r in rows}
+            return out
+        where = " AND table_catalog = current_database()" if self.location.backend == "duckdb" else ""
+        rows = conn.execute(sa.text(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = :s "
+            "AND table_name LIKE 'ducklake%' AND table_name NOT LIKE 'ducklake_inlined%'" + where), {"s": schema})
+        for table, column in rows:
+            out.setdefault(table, set()).add(column.lower())
+        return out
+
     def table_sizes(self, conn: Connection) -> dict[str, int | None]:
         """Every table of the catalog's schema, by name, with its row count where the database keeps one exactly
         enough to tell an empty table (DuckDB: a table without a row, once checkpointed, counts 0; None elsewhere)."""
@@ -311,10 +335,12 @@ class CatalogDB:
 
     def query(self, conn: Connection, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """Run one catalog query; '{p}' in the SQL becomes the metadata schema prefix."""
-        return list(conn.execute(sa.text(sql.replace("{p}", self.prefix)), dict(params or {})).fetchall())
+        return list(conn.execute(sa.text(self.spec.adapt(sql).replace("{p}", self.prefix)),
+                                 dict(params or {})).fetchall())
 
     def execute(self, conn: Connection, sql: str, params: Any = None) -> None:
         """Run one catalog statement (params may be a list of dicts for executemany)."""
+        sql = self.spec.adapt(sql)
         if (self.location.backend == "duckdb" and isinstance(params, list) and len(params) >= ARROW_INSERT_MIN_ROWS
                 and insert_from_arrow(conn, self.prefix, sql, params)):
             return  # DuckDB's executemany runs row by row: many-row INSERTs go through Arrow (see arrow_insert)

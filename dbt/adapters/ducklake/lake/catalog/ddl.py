@@ -37,5 +37,26 @@ CATALOG_TABLES: tuple[str, ...] = (
     "CREATE TABLE {schema}ducklake_sort_expression(sort_id BIGINT, table_id BIGINT, sort_key_index BIGINT, expression VARCHAR, dialect VARCHAR, sort_direction VARCHAR, null_order VARCHAR)",
 )
 
+# What DuckLake 1.1 adds to those tables (at their end, NULL for rows that do not set them), and its new table.
+ADDED_IN_1_1: dict[str, dict[str, str]] = {
+    "ducklake_data_file": {"row_group_count": "BIGINT"},
+    "ducklake_delete_file": {"row_group_count": "BIGINT"},
+}
+VIEW_COLUMN_TAG_1_1 = "CREATE TABLE {schema}ducklake_view_column_tag(view_id BIGINT, column_name VARCHAR, begin_snapshot BIGINT, end_snapshot BIGINT, key VARCHAR, value VARCHAR)"
+
+
+
+def catalog_tables(version: str) -> tuple[str, ...]:
+    """The CREATE TABLE statements of a new catalog of this spec version ('1.0' or '1.1')."""
+    if version == SPEC_VERSION:
+        return CATALOG_TABLES
+    out = []
+    for stmt in CATALOG_TABLES:
+        name = stmt.split("(", 1)[0].rsplit("}", 1)[1]
+        added = ADDED_IN_1_1.get(name, {})
+        out.append(stmt[:-1] + "".join(f", {c} {t}" for c, t in added.items()) + ")" if added else stmt)
+    return (*out, VIEW_COLUMN_TAG_1_1)
+
+
 # Spec versions DuckDB has written: 0.1/0.2/0.3 (DuckDB <= 1.4), 1.0 (DuckDB 1.5).
 OLDER_VERSIONS = ("0.1", "0.2", "0.3", "0.4")

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from ..errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError
+from ..errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError, UnsupportedFeatureError
 from ..gc_pause import gc_paused
 from ..paths import join_path, table_directory
 from ..records import (
@@ -122,7 +122,7 @@ def find_snapshot(
 def option_value(db: CatalogDB, conn: Connection, name: str, table_id: int | None = None,
                  schema_id: int | None = None) -> str | None:
     """A set_option value (table scope, then schema scope, then the lake's), as DuckDB resolves it."""
-    rows = db.query(conn, "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = :k", {"k": name})
+    rows = db.query(conn, db.spec.option_rows_sql, {"k": name})
     found = {(r[0], r[1]): r[2] for r in rows}
     for key in (("table", table_id), ("schema", schema_id), (None, None)):
         if key in found:
@@ -171,6 +171,7 @@ class LakeState:
     schemas: dict[str, SchemaInfo]
     tables: dict[tuple[str, str], TableInfo]
     views: dict[tuple[str, str], ViewInfo]
+    nested_schemas: frozenset[str] = field(default=frozenset(), repr=False)  # 1.1's, as dotted paths, lower case
     _files: dict[int, list[DataFile]] = field(default_factory=dict, repr=False)
     # a table's inlined-data tables and the rows visible at this snapshot (read_inlined), loaded on demand and kept:
     # at one snapshot they cannot change, and a pruned read of a table would otherwise read them per statement
@@ -191,13 +192,22 @@ class LakeState:
         """The schema with this name. Raises NoSuchSchemaError."""
         found = ci_lookup(self.schemas, name)
         if found is None:
+            self.refuse_nested(name)
             raise NoSuchSchemaError(f"schema {name!r} does not exist at snapshot {self.snapshot_id}")
         return found
+
+    def refuse_nested(self, schema: str) -> None:
+        """Raise UnsupportedFeatureError if the name is that of a nested schema (DuckLake 1.1), which this reads not."""
+        if schema.lower() in self.nested_schemas:
+            raise UnsupportedFeatureError(
+                f"schema {schema!r} is a nested schema (a DuckLake 1.1 schema inside another schema): this version "
+                "reads and writes tables and views of top-level schemas only; the rest of the lake is unaffected")
 
     def table(self, schema: str, name: str) -> TableInfo:
         """The table schema.name. Raises NoSuchTableError."""
         found = ci_lookup(self.tables, (schema, name))
         if found is None:
+            self.refuse_nested(schema)
             raise NoSuchTableError(f"table {schema}.{name} does not exist at snapshot {self.snapshot_id}")
         return found
 
@@ -210,6 +220,7 @@ class LakeState:
     def view(self, schema: str, name: str) -> ViewInfo:
         found = ci_lookup(self.views, (schema, name))
         if found is None:
+            self.refuse_nested(schema)
             raise NoSuchTableError(f"view {schema}.{name} does not exist at snapshot {self.snapshot_id}")
         return found
 
@@ -410,14 +421,27 @@ def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: 
         if v is not None:
             ctags[tid][cid][k] = v
 
+    vctags: dict[int, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    if db.spec.view_column_tags:
+        for vid, cname, k, v in db.query(
+            conn, f"SELECT view_id, column_name, key, value FROM {{p}}ducklake_view_column_tag WHERE {visible()}", p
+        ):
+            if v is not None:
+                vctags[vid][cname][k] = v
+
     schemas: dict[str, SchemaInfo] = {}
     by_id: dict[int, SchemaInfo] = {}
-    for sid, suuid, name, path, rel, begin in db.query(
+    parent_sql = ", parent_schema_id" if db.spec.nested_schemas else ", NULL"
+    nested: dict[int, tuple[str, int]] = {}  # DuckLake 1.1's schemas inside schemas: (name, parent id)
+    for sid, suuid, name, path, rel, begin, parent in db.query(
         conn,
-        "SELECT schema_id, schema_uuid, schema_name, path, path_is_relative, begin_snapshot "
+        f"SELECT schema_id, schema_uuid, schema_name, path, path_is_relative, begin_snapshot{parent_sql} "
         f"FROM {{p}}ducklake_schema WHERE {visible()}",
         p,
     ):
+        if parent is not None:
+            nested[sid] = (name, parent)
+            continue
         info = SchemaInfo(sid, db.dialect.read_uuid(suuid), name, path or "", rd(rel) is not False, begin, tags[sid])
         schemas[name] = by_id[sid] = info
 
@@ -478,13 +502,30 @@ def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: 
         if schema is None:
             continue
         views[(schema.name, name)] = ViewInfo(
-            vid, db.dialect.read_uuid(vuuid), sid, schema.name, name, dialect, sql, aliases or "", begin, tags[vid]
+            vid, db.dialect.read_uuid(vuuid), sid, schema.name, name, dialect, sql, aliases or "", begin, tags[vid],
+            {c: dict(t) for c, t in vctags[vid].items()},
         )
     state = LakeState(db, snapshot, data_path, schemas, tables, views)
+    state.nested_schemas = _nested_paths(nested, by_id)
     # a table without an inlined-data table has no inlined row: known now, so its readers open no catalog connection
     inlined = {r[0] for r in db.query(conn, "SELECT DISTINCT table_id FROM {p}ducklake_inlined_data_tables", {})}
     state._inlined.update((t.table_id, []) for t in tables.values() if t.table_id not in inlined)
     return state
+
+
+def _nested_paths(nested: dict[int, tuple[str, int]], top: dict[int, SchemaInfo]) -> frozenset[str]:
+    """The dotted paths (lower case) of nested schemas: 'sales.europe' for europe inside sales."""
+    out = set()
+    for sid in nested:
+        parts, at, seen = [], sid, set()
+        while at in nested and at not in seen:
+            seen.add(at)
+            name, at = nested[at]
+            parts.append(name)
+        if at in top:
+            parts.append(top[at].name)
+        out.add(".".join(reversed(parts)).lower())
+    return frozenset(out)
 
 
 def load_files(db: CatalogDB, conn: Connection, state: LakeState, table: TableInfo) -> list[DataFile]:

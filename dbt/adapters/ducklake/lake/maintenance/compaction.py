@@ -23,6 +23,7 @@ from ..read.deletes import (
     SNAPSHOT_COLUMN,
     SNAPSHOT_FIELD_ID,
     DeletePositions,
+    delete_row_groups,
     read_delete_file,
     write_delete_file,
 )
@@ -94,7 +95,8 @@ def _insert_data_file(b: CatalogBuilder, info: TableInfo, spec: DataFileSpec, be
     fid = b.file_id()
     b.add_rows(file_rows.data_files(b.db.dialect, [file_rows.DataFileRow(
         fid, info.table_id, begin, spec.path, b.table_path(info), spec.record_count, spec.file_size_bytes,
-        spec.footer_size, row_id_start, partition_id, partial_max=partial_max)]))
+        spec.footer_size, row_id_start, partition_id, partial_max=partial_max,
+        row_group_count=spec.row_group_count)], b.db.spec.row_group_counts))
     b.file_details(fid, info.table_id, spec.stats, spec.partition_values)
     return fid
 
@@ -113,7 +115,7 @@ def _insert_delete_file(b: CatalogBuilder, info: TableInfo, data_file_id: int, d
                         deleted_from: bool = True) -> None:
     b.add_rows(file_rows.delete_files(b.db.dialect, [file_rows.DeleteFileRow(
         b.file_id(), info.table_id, d.begin, data_file_id, d.path, b.table_path(info), d.count, d.size, d.footer,
-        d.partial_max)]))
+        d.partial_max, row_group_count=delete_row_groups(d.count))], b.db.spec.row_group_counts))
     if deleted_from:
         b.changes.deleted_tables.add(info.table_id)
 
@@ -323,7 +325,7 @@ class FlushInlined(Operation):
             b.add(f"DELETE FROM {{p}}ducklake_inlined_delete_{info.table_id} WHERE begin_snapshot <= :s",
                   {"s": self.base})
         for name in self.inlined_tables:
-            b.add(f"DELETE FROM {{p}}{name} WHERE begin_snapshot <= :s", {"s": self.base})
+            b.add(f"DELETE FROM {{p}}{name} WHERE {b.db.spec.inlined.begin_snapshot} <= :s", {"s": self.base})
         if self.files:
             b.changes.inline_flushed.add(info.table_id)
 

@@ -187,11 +187,12 @@ def _inlined_changes(state: LakeState, conn: object, info: TableInfo, start: int
                      ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     db = state.db
     ins, dels = [], []
+    sys = db.spec.inlined
     for it in state.inlined_tables(info):
         for row_id, begin, finish in db.query(
             conn,  # type: ignore[arg-type]
-            f"SELECT row_id, begin_snapshot, end_snapshot FROM {db.t(it.table_name)} "
-            "WHERE (begin_snapshot BETWEEN :s AND :e) OR (end_snapshot BETWEEN :s AND :e)",
+            f"SELECT {sys.row_id}, {sys.begin_snapshot}, {sys.end_snapshot} FROM {db.t(it.table_name)} "
+            f"WHERE ({sys.begin_snapshot} BETWEEN :s AND :e) OR ({sys.end_snapshot} BETWEEN :s AND :e)",
             {"s": start, "e": end},
         ):
             if start <= begin <= end:

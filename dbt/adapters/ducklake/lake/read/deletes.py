@@ -5,7 +5,9 @@ A deletion vector (a lake with the `write_deletion_vectors` option; `ducklake_de
 `…-delete.puffin`) is, as DuckDB 1.5 writes it, one blob of Iceberg's deletion-vector-v1 layout and nothing else: a
 4-byte big-endian length of what follows up to the checksum, the magic D1 D3 39 64, the deleted positions as a 64-bit
 Roaring bitmap in its portable serialization (without run containers), and a big-endian CRC-32 of magic and bitmap.
-It holds no per-position snapshot: every position counts from the delete file's begin_snapshot.
+It holds no per-position snapshot: every position counts from the delete file's begin_snapshot. DuckLake 1.1 also
+keeps one data file's deletes of several snapshots in one Puffin file of such blobs, each naming its snapshot
+(see puffin): there, a position counts from the first snapshot whose vector holds it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pyroaring import BitMap64
 
 from ..paths import is_local, to_local
 from ..storage import file_io
+from . import puffin
 
 FILE_PATH_FIELD_ID = 2147483646
 POS_FIELD_ID = 2147483645
@@ -44,7 +47,6 @@ class DeletePositions:
 
 
 DV_MAGIC = b"\xd1\xd3\x39\x64"
-PUFFIN_MAGIC = b"PUF1"
 
 
 class DeleteFileFormatError(ValueError):
@@ -52,20 +54,29 @@ class DeleteFileFormatError(ValueError):
 
 
 def read_deletion_vector(path: str) -> np.ndarray:
-    """The positions (sorted int64) of a deletion vector file (see the module).
+    """The positions (sorted int64) of a deletion vector file (see the module), every snapshot's of a Puffin file.
 
     Raises:
-        DeleteFileFormatError: not a deletion vector blob, a bad checksum, or a Puffin file of several blobs.
+        DeleteFileFormatError: not a deletion vector blob or Puffin file, or a bad checksum.
     """
     with file_io(path).open_input(path) as fh:
         raw = fh.read()
-    return _deletion_vector_positions(path, raw)
+    return _vector_arrays(path, raw)[0]
+
+
+def _vector_arrays(path: str, raw: bytes) -> tuple[np.ndarray, np.ndarray | None]:
+    """(positions, the snapshot of each or None) of a bare deletion vector or a Puffin file of several."""
+    if raw[:4] != puffin.MAGIC:
+        return _deletion_vector_positions(path, raw), None
+    try:
+        listed = puffin.blobs(path, raw)
+    except puffin.PuffinFormatError as e:
+        raise DeleteFileFormatError(str(e)) from None
+    vectors = [(b.snapshot, _deletion_vector_positions(path, raw[b.offset:b.offset + b.length])) for b in listed]
+    return puffin.attribute(vectors)
 
 
 def _deletion_vector_positions(path: str, raw: bytes) -> np.ndarray:
-    if raw[:4] == PUFFIN_MAGIC:
-        raise DeleteFileFormatError(f"{path} is a Puffin file of several blobs (DuckLake 1.1): this version reads "
-                                    "one deletion vector per file, as DuckLake 1.0 lakes have them")
     if len(raw) < 12 or raw[4:8] != DV_MAGIC:
         raise DeleteFileFormatError(f"{path} is not a deletion vector (no D1 D3 39 64 magic after its length)")
     (n,) = struct.unpack(">I", raw[:4])
@@ -75,15 +86,36 @@ def _deletion_vector_positions(path: str, raw: bytes) -> np.ndarray:
     return np.asarray(BitMap64.deserialize(body[4:]).to_array(), dtype=np.int64)
 
 
-def write_deletion_vector(path: str, positions: Iterable[int]) -> int:
-    """Write the positions as a deletion vector file, byte for byte as DuckDB does; returns the file's size."""
+def deletion_vector_blob(positions: Iterable[int]) -> tuple[bytes, int]:
+    """One deletion-vector-v1 blob of the positions, byte for byte as DuckDB writes it, and its cardinality."""
     values = np.unique(np.asarray(positions if isinstance(positions, np.ndarray) else list(positions), dtype=np.int64))
     # no run containers: DuckDB writes (and its reader expects) array and bitmap containers only
     body = DV_MAGIC + BitMap64(values.tolist(), optimize=False).serialize()
-    blob = struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+    return struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body)), int(values.size)
+
+
+def write_deletion_vector(path: str, positions: Iterable[int]) -> int:
+    """Write the positions as a deletion vector file, byte for byte as DuckDB does; returns the file's size."""
+    blob, _ = deletion_vector_blob(positions)
     with file_io(path).open_output(path) as out:
         out.write(blob)
     return len(blob)
+
+
+def write_puffin_deletes(path: str, data_file_path: str, deletes: DeletePositions) -> tuple[int, int]:
+    """Write a data file's deletes of several snapshots as DuckLake 1.1 does: a Puffin file of one cumulative
+    vector per snapshot (see puffin). Returns (size, footer size)."""
+    pos = np.asarray(deletes.positions, dtype=np.int64)
+    snaps = np.asarray(deletes.snapshots, dtype=np.int64)
+    blobs = []
+    for s in np.unique(snaps).tolist():
+        blob, count = deletion_vector_blob(pos[snaps <= s])
+        blobs.append((int(s), blob, count))
+    raw = puffin.container(blobs, data_file_path)
+    with file_io(path).open_output(path) as out:
+        out.write(raw)
+    (payload,) = struct.unpack("<I", raw[-12:-8])
+    return len(raw), payload + 12
 
 
 def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
@@ -94,7 +126,8 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
     small delete file; no pre-buffer and no threads of its own (callers read many files in parallel)."""
     if is_local(path):
         if is_deletion_vector(path):
-            return _at_begin(read_deletion_vector(path), begin_snapshot)
+            with open(to_local(path), "rb") as fh:
+                return _vector_at(path, fh.read(), begin_snapshot)
         f = pq.ParquetFile(to_local(path), pre_buffer=False)
         names = f.schema_arrow.names
         table = f.read(columns=names[1:3], use_threads=False)
@@ -102,8 +135,8 @@ def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Arr
         # one request on an object store: the whole (small) file, told apart by its first bytes in memory
         with file_io(path).open_input(path) as source:
             raw = source.read()
-        if raw[4:8] == DV_MAGIC or raw[:4] == PUFFIN_MAGIC:
-            return _at_begin(_deletion_vector_positions(path, raw), begin_snapshot)
+        if raw[4:8] == DV_MAGIC or raw[:4] == puffin.MAGIC:
+            return _vector_at(path, raw, begin_snapshot)
         f = pq.ParquetFile(pa.BufferReader(raw), pre_buffer=False)
         names = f.schema_arrow.names
         table = f.read(columns=names[1:3], use_threads=False)
@@ -117,14 +150,19 @@ def delete_file_has_snapshots(path: str) -> bool:
     """Whether a delete file names the snapshot of each position (a Parquet file with the snapshot column); a file
     without it (or a deletion vector) deleted everything at its begin_snapshot."""
     if is_deletion_vector(path):
-        return False
+        with file_io(path).open_input(path) as fh:
+            raw = fh.read()
+        return raw[:4] == puffin.MAGIC and _vector_arrays(path, raw)[1] is not None
     with file_io(path).open_input(path) as source:
         return SNAPSHOT_COLUMN in pq.ParquetFile(source, pre_buffer=False).schema_arrow.names
 
 
-def _at_begin(pos: np.ndarray, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
-    """A deletion vector's positions, all deleted at the file's begin snapshot."""
-    return pa.array(pos, pa.int64()), pa.array(np.full(pos.size, begin_snapshot, dtype=np.int64), pa.int64())
+def _vector_at(path: str, raw: bytes, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
+    """A deletion vector's positions with their snapshots: a Puffin file's own, else the file's begin snapshot."""
+    pos, snaps = _vector_arrays(path, raw)
+    if snaps is None:
+        snaps = np.full(pos.size, begin_snapshot, dtype=np.int64)
+    return pa.array(pos, pa.int64()), pa.array(snaps, pa.int64())
 
 
 def is_deletion_vector(path: str) -> bool:
@@ -136,7 +174,7 @@ def is_deletion_vector(path: str) -> bool:
     else:
         with file_io(path).open_input(path) as fh:
             head = fh.read_at(8, 0) if fh.size() >= 8 else b""
-    return head[4:8] == DV_MAGIC or head[:4] == PUFFIN_MAGIC
+    return head[4:8] == DV_MAGIC or head[:4] == puffin.MAGIC
 
 
 def read_delete_file(path: str, begin_snapshot: int) -> DeletePositions:
@@ -180,8 +218,16 @@ def write_delete_file(path: str, data_file_path: str, deletes: DeletePositions, 
     table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
     fio = file_io(path)
     with fio.open_output(path) as out:
-        pq.write_table(table, out, compression="snappy")
+        pq.write_table(table, out, compression="snappy", row_group_size=DELETE_ROW_GROUP_ROWS)
     return fio.size(path), footer_size(path)
+
+
+DELETE_ROW_GROUP_ROWS = 1 << 20
+
+
+def delete_row_groups(count: int) -> int:
+    """The row groups of a Parquet delete file of count positions that write_delete_file writes."""
+    return max(1, -(-count // DELETE_ROW_GROUP_ROWS))
 
 
 def footer_size(path: str) -> int:

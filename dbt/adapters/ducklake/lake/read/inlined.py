@@ -55,10 +55,12 @@ def _read(state: LakeState, table: TableInfo, with_rowid: bool, history: bool, o
                 f"CAST({q} AS VARCHAR)" if (c.type in _VIA_TEXT if duck else c.type not in _NATIVE) else q
                 for q, c in zip(quoted, it.columns, strict=True)
             ]
-            cols_sql = ", ".join(['"row_id"'] + exprs)
-            cols_sql += ", begin_snapshot, end_snapshot"
-            where = "begin_snapshot <= :s" + ("" if history else " AND (end_snapshot IS NULL OR :s < end_snapshot)")
-            sql = f"SELECT {cols_sql} FROM {state.db.t(it.table_name)} WHERE {where} ORDER BY row_id"
+            sys = state.db.spec.inlined  # the system columns' names (1.1 prefixes them with _ducklake_)
+            cols_sql = ", ".join([f'"{sys.row_id}"'] + exprs)
+            cols_sql += f", {sys.begin_snapshot}, {sys.end_snapshot}"
+            where = f"{sys.begin_snapshot} <= :s" + (
+                "" if history else f" AND ({sys.end_snapshot} IS NULL OR :s < {sys.end_snapshot})")
+            sql = f"SELECT {cols_sql} FROM {state.db.t(it.table_name)} WHERE {where} ORDER BY {sys.row_id}"
             if state.db.location.backend == "duckdb":
                 raw = conn.connection.dbapi_connection._ConnectionWrapper__c  # type: ignore[union-attr]
                 got = _arrow(raw.execute(sql.replace(":s", "$s"), {"s": state.snapshot_id}))

@@ -140,6 +140,8 @@ class CatalogBuilder(CatalogView):
         super().drop_view(info)
         self.add(*catalog_rows.end_view(info.view_id, self.snapshot_id))
         self.add(*catalog_rows.end_tags(info.view_id, self.snapshot_id))
+        if self.db.spec.view_column_tags:
+            self.add(*catalog_rows.end_view_column_tags(info.view_id, self.snapshot_id))
 
     def rename_view(self, info: ViewInfo, new_name: str) -> ViewInfo:
         new = super().rename_view(info, new_name)
@@ -159,6 +161,12 @@ class CatalogBuilder(CatalogView):
         self.add(*catalog_rows.end_column_tags(info.table_id, self.snapshot_id, (column_id, key)))
         if value is not None:
             self.add(*catalog_rows.column_tag(info.table_id, column_id, key, value, self.snapshot_id))
+
+    def set_view_column_tag(self, info: ViewInfo, column: str, key: str, value: str | None) -> None:
+        super().set_view_column_tag(info, column, key, value)
+        self.add(*catalog_rows.end_view_column_tags(info.view_id, self.snapshot_id, (column, key)))
+        if value is not None:
+            self.add(*catalog_rows.view_column_tag(info.view_id, column, key, value, self.snapshot_id))
 
     # files ---------------------------------------------------------------------------------------------------
     def file_details(self, file_id: int, table_id: int, stats: Sequence[ColumnStats],
@@ -214,14 +222,15 @@ class CatalogBuilder(CatalogView):
                 '"' + c.name.replace('"', '""') + '" ' + self.db.dialect.inlined_column_type(c) for c in info.columns
             )
             out.append(catalog_rows.inlined_data_tables(info.table_id, name, self.schema_version))
-            out.append((f"CREATE TABLE IF NOT EXISTS {{p}}{name}(row_id BIGINT, begin_snapshot BIGINT, "
-                        f"end_snapshot BIGINT, {cols})", None))
+            sys = self.db.spec.inlined
+            out.append((f"CREATE TABLE IF NOT EXISTS {{p}}{name}({sys.row_id} BIGINT, {sys.begin_snapshot} BIGINT, "
+                        f"{sys.end_snapshot} BIGINT, {cols})", None))
         return out
 
     def can_inline(self, info: TableInfo) -> bool:
         """The reference's CanInlineColumns: no system column names, names the backend can hold, inlinable types."""
         for col in info.columns:
-            if col.name.lower() in ("row_id", "begin_snapshot", "end_snapshot"):
+            if self.db.spec.inlined.is_reserved(col.name):
                 return False
             if len(col.name) > self.db.dialect.max_identifier_length:
                 return False

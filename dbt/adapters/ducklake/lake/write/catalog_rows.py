@@ -183,6 +183,20 @@ def end_column_tags(table_id: int, snapshot_id: int, column_key: tuple[int, str]
                 {"t": table_id, "c": column_key[0], "k": column_key[1]}, snapshot_id)
 
 
+def view_column_tag(view_id: int, column: str, key: str, value: str, snapshot_id: int) -> Statement:
+    """INSERT INTO ducklake_view_column_tag (DuckLake 1.1)."""
+    return ("INSERT INTO {p}ducklake_view_column_tag VALUES (:v, :c, :sid, NULL, :k, :val)",
+            {"v": view_id, "c": column, "sid": snapshot_id, "k": key, "val": value})
+
+
+def end_view_column_tags(view_id: int, snapshot_id: int, column_key: tuple[str, str] | None = None) -> Statement:
+    """End a view's column tags: all of them (the view is dropped), or one (column, key)'s."""
+    if column_key is None:
+        return _end("UPDATE {p}ducklake_view_column_tag" + _LIVE + "view_id = :id", {"id": view_id}, snapshot_id)
+    return _end("UPDATE {p}ducklake_view_column_tag" + _LIVE + "view_id = :v AND column_name = :c AND key = :k",
+                {"v": view_id, "c": column_key[0], "k": column_key[1]}, snapshot_id)
+
+
 # stats -----------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TableStatsRow:

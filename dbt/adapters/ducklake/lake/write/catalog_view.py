@@ -20,6 +20,7 @@ from ..errors import (
     SchemaEvolutionError,
     SchemaExistsError,
     TableExistsError,
+    UnsupportedFeatureError,
 )
 from ..paths import table_directory, uuid7
 from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
@@ -142,7 +143,7 @@ class CatalogReader:
     def inlining_limits(self) -> dict[tuple[str | None, int | None], str]:
         """The data_inlining_row_limit options by (scope, scope id): ('table', id), ('schema', id), (None, None)."""
         return {(r[0], r[1]): r[2] for r in self.db.query(
-            self.conn, "SELECT scope, scope_id, value FROM {p}ducklake_metadata WHERE key = 'data_inlining_row_limit'")}
+            self.conn, self.db.spec.option_rows_sql, {"k": "data_inlining_row_limit"})}
 
 
 class ColumnIdReader:
@@ -224,7 +225,7 @@ class CatalogView:
         rows = {(s, n) for s, n, is_view in self.changes.created_tables if not is_view}
         tables = {k: replace(t, begin_snapshot=self.snapshot_id) if k in rows else t for k, t in self.tables.items()}
         state = LakeState(self.latest.db, snapshot, self.latest.data_path, dict(self.schemas), tables,
-                          dict(self.views))
+                          dict(self.views), self.latest.nested_schemas)
         if changed is not None:
             state.carry_files(self.latest, changed | self.created_table_ids)
         return state
@@ -350,7 +351,8 @@ class CatalogView:
             from .partitioning import validate_transform
 
             pf = tuple(
-                PartitionField(i, info.column(c).column_id, validate_transform(info.column(c), t))
+                PartitionField(i, info.column(c).column_id,
+                               validate_transform(info.column(c), t, epoch=self.latest.db.spec.epoch_transforms))
                 for i, (c, t) in enumerate(fields)
             )
             spec = PartitionSpec(self.catalog_id(), pf)
@@ -444,6 +446,18 @@ class CatalogView:
             self.tables[(info.schema_name, info.name)] = replace(
                 current, column_tags={k: v for k, v in column_tags.items() if v})
         self.altered(info.table_id, schema_row=False)
+
+    def set_view_column_tag(self, info: ViewInfo, column: str, key: str, value: str | None) -> None:
+        """A tag of a view's column (DuckLake 1.1), by the name the view's query gives it."""
+        if not self.latest.db.spec.view_column_tags:
+            raise UnsupportedFeatureError(
+                f"a {key} on column {column!r} of view {info.schema_name}.{info.name}: view column tags are a DuckLake "
+                "1.1 feature and this lake's catalog is spec 1.0")
+        current = self.views.get((info.schema_name, info.name), info)
+        tags = {**current.column_tags, column: _with_tag(current.column_tags.get(column, {}), key, value)}
+        self.views[(info.schema_name, info.name)] = replace(current, column_tags={k: v for k, v in tags.items() if v})
+        self.changes.altered_views.add(info.view_id)
+        self.ddl_change()
 
     # stats ---------------------------------------------------------------------------------------------------
     def stats_delta(self, table_id: int) -> StatsDelta:

@@ -27,6 +27,7 @@ class DataFileSpec:
     has_row_ids: bool = False  # the file carries _ducklake_internal_row_id (an UPDATE's post-images)
     # (source_name, target_field_id, parent index, is_partition) entries of a name mapping, DFS order; None = ids
     name_mapping: tuple[tuple[str, int, int | None, bool], ...] | None = None
+    row_group_count: int | None = None  # DuckLake 1.1 records it
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def describe_parquet(
         partition_values=tuple(partition_values),
         has_row_ids=ROW_ID_COLUMN in names,
         name_mapping=mapping,
+        row_group_count=meta.num_row_groups,
     )
 
 

@@ -46,19 +46,33 @@ class DataFileRow:
     file_order: int | None = None
     mapping_id: int | None = None
     partial_max: int | None = None
+    row_group_count: int | None = None
 
 
-def data_files(dialect: Dialect, rows: Sequence[DataFileRow]) -> Statement:
-    """INSERT INTO ducklake_data_file, one parameter row per file."""
+def data_files(dialect: Dialect, rows: Sequence[DataFileRow], row_group_counts: bool = False) -> Statement:
+    """INSERT INTO ducklake_data_file, one parameter row per file; row_group_counts: the catalog has the column
+    (DuckLake 1.1)."""
     params = []
     for r in rows:
         path, rel = stored_path(r.path, r.table_dir)
         params.append({"fid": r.data_file_id, "tid": r.table_id, "b": r.begin_snapshot, "ord": r.file_order,
                        "path": path, "rel": dialect.bool_param(rel), "rc": r.record_count, "size": r.file_size_bytes,
                        "footer": r.footer_size, "rid": r.row_id_start, "pid": r.partition_id, "mid": r.mapping_id,
-                       "pmax": r.partial_max})
-    return ("INSERT INTO {p}ducklake_data_file VALUES (:fid, :tid, :b, NULL, :ord, :path, :rel, 'parquet', :rc, :size, "
-            ":footer, :rid, :pid, NULL, :mid, :pmax)", params)
+                       "pmax": r.partial_max, "rgc": r.row_group_count})
+    cols, rgc = _with_row_groups(DATA_FILE_COLUMNS, row_group_counts)
+    return (f"INSERT INTO {{p}}ducklake_data_file ({cols}) VALUES (:fid, :tid, :b, NULL, :ord, :path, :rel, "
+            f"'parquet', :rc, :size, :footer, :rid, :pid, NULL, :mid, :pmax{rgc})", params)
+
+
+DATA_FILE_COLUMNS = ("data_file_id, table_id, begin_snapshot, end_snapshot, file_order, path, path_is_relative, "
+                     "file_format, record_count, file_size_bytes, footer_size, row_id_start, partition_id, "
+                     "encryption_key, mapping_id, partial_max")
+DELETE_FILE_COLUMNS = ("delete_file_id, table_id, begin_snapshot, end_snapshot, data_file_id, path, path_is_relative, "
+                       "format, delete_count, file_size_bytes, footer_size, encryption_key, partial_max")
+
+
+def _with_row_groups(columns: str, row_group_counts: bool) -> tuple[str, str]:
+    return (columns + ", row_group_count", ", :rgc") if row_group_counts else (columns, "")
 
 
 @dataclass(frozen=True)
@@ -76,18 +90,20 @@ class DeleteFileRow:
     footer_size: int | None
     partial_max: int | None = None
     format: str = "parquet"  # or "puffin" (a deletion vector)
+    row_group_count: int | None = None  # a Parquet delete file's (DuckLake 1.1 records it; NULL for Puffin)
 
 
-def delete_files(dialect: Dialect, rows: Sequence[DeleteFileRow]) -> Statement:
-    """INSERT INTO ducklake_delete_file, one parameter row per file."""
+def delete_files(dialect: Dialect, rows: Sequence[DeleteFileRow], row_group_counts: bool = False) -> Statement:
+    """INSERT INTO ducklake_delete_file, one parameter row per file; row_group_counts: as data_files."""
     params = []
     for r in rows:
         path, rel = stored_path(r.path, r.table_dir)
         params.append({"did": r.delete_file_id, "tid": r.table_id, "b": r.begin_snapshot, "fid": r.data_file_id,
                        "path": path, "rel": dialect.bool_param(rel), "n": r.delete_count, "size": r.file_size_bytes,
-                       "footer": r.footer_size, "pmax": r.partial_max, "fmt": r.format})
-    return ("INSERT INTO {p}ducklake_delete_file VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, :fmt, :n, "
-            ":size, :footer, NULL, :pmax)", params)
+                       "footer": r.footer_size, "pmax": r.partial_max, "fmt": r.format, "rgc": r.row_group_count})
+    cols, rgc = _with_row_groups(DELETE_FILE_COLUMNS, row_group_counts)
+    return (f"INSERT INTO {{p}}ducklake_delete_file ({cols}) VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, :fmt, "
+            f":n, :size, :footer, NULL, :pmax{rgc})", params)
 
 
 def end_data_files(snapshot_id: int, *, table_id: int | None = None, data_file_id: int | None = None

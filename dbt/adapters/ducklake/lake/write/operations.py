@@ -11,7 +11,14 @@ import numpy as np
 from ..catalog.state import ci_lookup
 from ..errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
 from ..paths import delete_file_name, join_path
-from ..read.deletes import merge_positions, read_delete_file, write_delete_file, write_deletion_vector
+from ..read.deletes import (
+    delete_row_groups,
+    merge_positions,
+    read_delete_file,
+    write_delete_file,
+    write_deletion_vector,
+    write_puffin_deletes,
+)
 from ..records import Column, ColumnStats, DataFile, TableInfo
 from . import file_rows
 from .builder import CatalogBuilder
@@ -233,8 +240,12 @@ class SetComment(DdlOperation):
     column: str | None = None
 
     def apply(self, b: CatalogView) -> None:
-        if self.column is None and (self.schema, self.name) in b.views:
-            b.set_tag(b.view(self.schema, self.name).view_id, "comment", self.comment, is_view=True)
+        if (self.schema, self.name) in b.views:
+            view = b.view(self.schema, self.name)
+            if self.column is None:
+                b.set_tag(view.view_id, "comment", self.comment, is_view=True)
+            else:
+                b.set_view_column_tag(view, self.column, "comment", self.comment)
             return
         info = bound_table(b, self, self.name)
         if self.column is None:
@@ -336,7 +347,7 @@ class AddDataFiles(Operation):
                 mappings.append((mapping_id, info.table_id, spec.name_mapping))
             rows.append(file_rows.DataFileRow(fid, info.table_id, b.snapshot_id, spec.path, table_dir,
                                               spec.record_count, spec.file_size_bytes, spec.footer_size, next_row_id,
-                                              pid, mapping_id=mapping_id))
+                                              pid, mapping_id=mapping_id, row_group_count=spec.row_group_count))
             next_row_id += spec.record_count
             delta.rows_added += spec.record_count
             delta.record_count += spec.record_count
@@ -352,7 +363,7 @@ class AddDataFiles(Operation):
         # one many-row statement per catalog table, not two per file (fast on a DuckDB catalog: see catalog.execute)
         for statement in file_rows.name_mappings(b.db.dialect, mappings):
             b.add_rows(statement)
-        b.add_rows(file_rows.data_files(b.db.dialect, rows))
+        b.add_rows(file_rows.data_files(b.db.dialect, rows, b.db.spec.row_group_counts))
         b.add_rows(file_rows.column_stats(b.db.dialect, stats))
         b.add_rows(file_rows.partition_values(values))
         if self.files:
@@ -403,7 +414,16 @@ class DeleteRows(Operation):
             return
         merged = merge_positions(existing, new, b.snapshot_id)
         directory = f.path.rsplit("/", 1)[0]
-        if (b.catalog.option("write_deletion_vectors", info.table_id, info.schema_id) or "").lower() == "true":
+        vectors = (b.catalog.option("write_deletion_vectors", info.table_id, info.schema_id) or "").lower() == "true"
+        if vectors and existing is not None and b.db.spec.is_1_1:
+            # DuckLake 1.1 keeps every snapshot's deletes in one Puffin file of cumulative vectors (time travel and
+            # the change feed keep each delete's snapshot): begins at the earliest, partial_max the latest
+            path = join_path(directory, delete_file_name(deletion_vector=True))
+            size, footer = write_puffin_deletes(path, f.path, merged)
+            row = file_rows.DeleteFileRow(b.file_id(), info.table_id, min(merged.snapshots), f.data_file_id, path,
+                                          b.table_path(info), len(merged.positions), size, footer,
+                                          max(merged.snapshots), "puffin")
+        elif vectors:
             # as DuckDB writes them: every deleted position in one vector, counted from this snapshot (a vector keeps
             # no per-position snapshot), no footer
             path = join_path(directory, delete_file_name(deletion_vector=True))
@@ -420,9 +440,10 @@ class DeleteRows(Operation):
             size, footer = write_delete_file(path, f.path, merged, with_snapshots=with_snapshots)
             row = file_rows.DeleteFileRow(
                 b.file_id(), info.table_id, min(merged.snapshots) if existing else b.snapshot_id, f.data_file_id, path,
-                b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if with_snapshots else None)
+                b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if with_snapshots else None,
+                row_group_count=delete_row_groups(len(merged.positions)))
         b.written_files.append(path)
-        b.add_rows(file_rows.delete_files(b.db.dialect, [row]))
+        b.add_rows(file_rows.delete_files(b.db.dialect, [row], b.db.spec.row_group_counts))
         if existing is not None and f.delete_file is not None:
             # 1.0 style: the new file holds every delete with its snapshot; the old row goes, its file is scheduled
             old = f.delete_file
@@ -449,8 +470,10 @@ class DeleteInlinedRows(Operation):
         for name in names:
             if not b.db.has_table(b.conn, name):
                 continue
+            sys = b.db.spec.inlined
             b.add(
-                f"UPDATE {{p}}{name} SET end_snapshot = :sid WHERE end_snapshot IS NULL AND row_id = :r",
+                f"UPDATE {{p}}{name} SET {sys.end_snapshot} = :sid WHERE {sys.end_snapshot} IS NULL "
+                f"AND {sys.row_id} = :r",
                 [{"sid": b.snapshot_id, "r": r} for r in ids],
             )
         b.changes.inlined_deleted.add(info.table_id)

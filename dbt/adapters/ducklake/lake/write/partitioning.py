@@ -2,6 +2,8 @@
 
 identity = the value's text; year/month/day/hour = DuckDB's year()/month()/day()/hour() (calendar fields, not
 Iceberg epoch offsets); bucket(N) = (murmur3_32(value) & 2147483647) % N, hashing each type as DuckDB 1.5 does (tests compare).
+DuckLake 1.1 adds epoch_year/epoch_month/epoch_day/epoch_hour: Iceberg's transforms, the whole years, months, days or
+hours since 1970-01-01 00:00 (UTC for timestamptz), floored (1969-12-31 is day -1); a 1.0 catalog cannot hold them.
 """
 
 from __future__ import annotations
@@ -24,16 +26,24 @@ _BUCKET = re.compile(r"^bucket\((\d+)\)$")
 _TEMPORAL = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
 
 
-def validate_transform(column: Column, transform: str) -> str:
-    """The normalised transform for a column. Raises SchemaEvolutionError for unknown or ill-typed transforms."""
+def validate_transform(column: Column, transform: str, epoch: bool = True) -> str:
+    """The normalised transform for a column; epoch: the catalog can hold the epoch_* transforms (DuckLake 1.1).
+
+    Raises:
+        SchemaEvolutionError: unknown or ill-typed transforms, or an epoch_* one where the catalog cannot hold it.
+    """
     t = transform.strip().lower().replace(" ", "")
     if t == "identity":
         if column.is_nested:
             raise SchemaEvolutionError(f"cannot partition by nested column {column.name!r}")
         return t
-    if t in ("year", "month", "day", "hour"):
-        if column.type not in _TEMPORAL or (t == "hour" and column.type == "date"):
+    if t in ("year", "month", "day", "hour") or t in EPOCH_TRANSFORMS:
+        if column.type not in _TEMPORAL or (t.endswith("hour") and column.type == "date"):
             raise SchemaEvolutionError(f"partition transform {t} needs a date/timestamp column; {column.name!r} is {column.type}")
+        if t in EPOCH_TRANSFORMS and not epoch:
+            raise SchemaEvolutionError(
+                f"partition transform {t} is a DuckLake 1.1 feature and this lake's catalog is spec 1.0 (a 1.0 "
+                "reader could not read the table): use year, month, day or hour, or a 1.1 lake")
         return t
     m = _BUCKET.match(t)
     if m:
@@ -41,7 +51,8 @@ def validate_transform(column: Column, transform: str) -> str:
             raise SchemaEvolutionError(f"bucket count must be positive, got {transform!r}")
         return t
     raise SchemaEvolutionError(
-        f"unknown partition transform {transform!r}; use identity, year, month, day, hour or bucket(N)"
+        f"unknown partition transform {transform!r}; use identity, year, month, day, hour, bucket(N) or (DuckLake 1.1) "
+        "epoch_year, epoch_month, epoch_day, epoch_hour"
     )
 
 
@@ -64,12 +75,37 @@ def transform_values(col: Column, transform: str, arr: pa.ChunkedArray | pa.Arra
             arr = pc.cast(arr, pa.timestamp("us", tz="UTC"))
         fn = {"year": pc.year, "month": pc.month, "day": pc.day, "hour": pc.hour}[transform]
         return [None if v is None else str(v) for v in fn(arr).to_pylist()]
+    if transform in EPOCH_TRANSFORMS:
+        return _epoch_values(col, transform, arr)
     m = _BUCKET.match(transform)
     if m:
         n = int(m.group(1))
         return [None if v is None else str((murmur3_32(_bucket_bytes(col.type, v)) & 0x7FFFFFFF) % n)
                 for v in arr.to_pylist()]
     raise SchemaEvolutionError(f"unknown partition transform {transform!r}")
+
+
+def _epoch_values(col: Column, transform: str, arr: pa.ChunkedArray | pa.Array) -> list[str | None]:
+    """Whole years/months/days/hours since 1970-01-01 (UTC), floored; nanoseconds floored to microseconds first."""
+    if col.type == "date":
+        days = pc.cast(arr, pa.int32())
+        if transform == "epoch_day":
+            return [None if v is None else str(v) for v in days.to_pylist()]
+        arr = pc.cast(arr, pa.timestamp("us"))
+    if isinstance(arr.type, pa.TimestampType) and arr.type.tz is not None:
+        arr = pc.cast(arr, pa.timestamp(arr.type.unit, tz="UTC"))
+    if transform in ("epoch_day", "epoch_hour"):
+        unit = _MICROS_PER_DAY if transform == "epoch_day" else _MICROS_PER_HOUR
+        micros = pc.cast(pc.cast(arr, pa.timestamp("us", tz=getattr(arr.type, "tz", None)), safe=False), pa.int64())
+        return [None if v is None else str(v // unit) for v in micros.to_pylist()]  # // floors
+    years, months = pc.year(arr).to_pylist(), pc.month(arr).to_pylist()
+    if transform == "epoch_year":
+        return [None if y is None else str(y - 1970) for y in years]
+    return [None if y is None else str((y - 1970) * 12 + m - 1) for y, m in zip(years, months, strict=True)]
+
+
+_MICROS_PER_DAY, _MICROS_PER_HOUR = 86_400_000_000, 3_600_000_000
+EPOCH_TRANSFORMS = ("epoch_year", "epoch_month", "epoch_day", "epoch_hour")
 
 
 def _bucket_bytes(type_: str, v: Any) -> bytes:
