@@ -406,3 +406,45 @@ def test_append_and_a_failed_commit_leaves_nothing(spark: SparkSession, sqlite_l
     assert "dropped_table" in (after[-1].changes_made or "")  # only the drop; the append left no trace
     assert tree() == tree_before  # the written files and the partition directories made for them are gone
     assert violations(url) == []
+
+
+EPOCH_FIELDS = [(1, "epoch_year"), (1, "epoch_month"), (1, "epoch_day"), (1, "epoch_hour"), (2, "epoch_year"),
+                (2, "epoch_month"), (2, "epoch_day"), (2, "epoch_hour"), (3, "epoch_year"), (3, "epoch_month"),
+                (3, "epoch_day")]
+
+
+def test_epoch_partition_keys_are_whole_units_since_1970(spark: SparkSession) -> None:
+    """DuckLake 1.1's epoch_* keys: whole years/months/days/hours since 1970-01-01 (UTC), floored before 1970;
+    the oracle is DuckDB's date_diff, and the session time zone changes nothing."""
+    import duckdb
+
+    cols = (Column(1, "tsz", "timestamptz", True), Column(2, "ts", "timestamp", True), Column(3, "d", "date", True))
+    spec = PartitionSpec(9, tuple(PartitionField(i, c, t) for i, (c, t) in enumerate(EPOCH_FIELDS)))
+    table = TableInfo(1, "u", 0, "s", "t", "t/", True, 1, cols, spec)
+    rows = [(r[6], r[7], r[8]) for r in PART_ROWS]
+    df = spark.createDataFrame(rows, "tsz timestamp, ts timestamp_ntz, d date")
+
+    def values() -> list[list[str | None]]:
+        keys = write._partition_keys(table, df)
+        out = df
+        for k in keys:
+            out = k.add(out)
+        return [[k.value(r[k.name]) for k in keys] for r in out.collect()]
+
+    utc = values()
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    try:
+        kolkata = values()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    units = {"epoch_year": "year", "epoch_month": "month", "epoch_day": "day", "epoch_hour": "hour"}
+    starts = {1: "TIMESTAMPTZ '1970-01-01 00:00:00+00'", 2: "TIMESTAMP '1970-01-01'", 3: "DATE '1970-01-01'"}
+    casts = {1: "TIMESTAMPTZ", 2: "TIMESTAMP", 3: "DATE"}
+    want = []
+    for row in rows:
+        sql = ", ".join(f"date_diff('{units[t]}', {starts[c]}, ${c}::{casts[c]})" for c, t in EPOCH_FIELDS)
+        got = con.execute(f"SELECT {sql}", list(row)).fetchone()
+        want.append([None if v is None else str(v) for v in got])
+    assert utc == kolkata == want

@@ -201,8 +201,11 @@ class LakeWork:
             info = None
         if column is not None and info is None:
             # a view's column: DuckLake 1.1 keeps its comment by name; a 1.0 catalog has nowhere to keep it
-            view = ci_lookup(tx.base.views, (schema, name))
-            if view is None or not tx.base.db.spec.view_column_tags:
+            try:
+                view = tx.view(schema, name)  # staged: the model's own view, created in this commit
+            except NoSuchTableError:
+                return 0
+            if not tx.base.db.spec.view_column_tags:
                 return 0
             current = view.column_tags.get(column, {}).get("comment")
         elif column is not None:
