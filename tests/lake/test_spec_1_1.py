@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from dbt.adapters.ducklake.lake.errors import SchemaEvolutionError, UnsupportedFeatureError
 from dbt.adapters.ducklake.lake.lake import DuckLake
+from dbt.adapters.ducklake.lake.maintenance.cleanup import expire_snapshots
 from dbt.adapters.ducklake.lake.read.changes import read_changes
 from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from dbt.adapters.ducklake.lake.records import Column
@@ -214,6 +215,8 @@ def test_view_column_comments_and_nested_schemas(file_catalog_url: str, data_pat
     rows = _catalog_rows(lake, "SELECT column_name, key, value, end_snapshot IS NOT NULL FROM "
                                "{p}ducklake_view_column_tag")
     assert rows == [("x", "comment", "the x", True)]
+    expire_snapshots(lake, versions=list(range(1, lake.latest_snapshot_id())))
+    assert _catalog_rows(lake, "SELECT count(*) FROM {p}ducklake_view_column_tag") == [(0,)]  # no snapshot sees it
     # a nested schema as DuckDB 2.0 stores it: a schema row naming its parent
     with lake.db.write() as conn:
         lake.db.execute(conn, "ALTER TABLE {p}ducklake_schema ADD COLUMN parent_schema_id BIGINT")

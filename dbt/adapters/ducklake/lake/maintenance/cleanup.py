@@ -125,7 +125,10 @@ def _delete_snapshots(db: CatalogDB, conn: Connection, data_path: str, ids: list
         for name in inlined:
             if db.has_table(conn, name):
                 run(f"DROP TABLE {{p}}{name}")
-    for t in ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"):
+    versioned = ["ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro"]
+    if db.spec.view_column_tags:  # DuckLake 1.1: tag versions no retained snapshot sees go, as the spec says
+        versioned.append("ducklake_view_column_tag")
+    for t in versioned:
         run(f"DELETE FROM {{p}}{t} WHERE {_UNSEEN}")
     for t in ("ducklake_macro_impl", "ducklake_macro_parameters"):
         run(f"DELETE FROM {{p}}{t} WHERE NOT EXISTS (SELECT 1 FROM {{p}}ducklake_macro m "
