@@ -45,6 +45,10 @@ else
 fi
 [ "${#variants[@]}" -gt 0 ] || { echo "no constraints-*.txt files" >&2; exit 1; }
 
+# the environments are cached across clones: the code under test is this checkout's, first on the path (an
+# environment's editable install names the checkout that built it), and checked per variant below
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+
 summary=()
 overall=0
 for v in "${variants[@]}"; do
@@ -64,10 +68,16 @@ for v in "${variants[@]}"; do
     built=$((SECONDS - start))
     printf '\n==> %s: %s\n' "$v" "$("$env_dir/bin/python" -c 'from importlib.metadata import version as v
 print(", ".join(f"{d} {v(d)}" for d in ("pyspark", "dbt-core", "dbt-spark", "dbt-tests-adapter", "duckdb")))')"
+    adapter=$("$env_dir/bin/python" -c 'import dbt.adapters.ducklake as m; print(m.__file__)')
+    case "$adapter" in "$REPO"/*) ;; *) echo "the $v environment imports the adapter from $adapter, not $REPO" >&2; exit 1 ;; esac
     rc=0
     # nice: the smoke set shares the machine with whatever else runs there
     tests=("${SMOKE[@]}")
     case "$v" in spark*) tests+=("${SPARK_SMOKE[@]}") ;; esac
+    # pyspark 4.1, one minor after the default 4.0: its client also builds through a Connect server of 4.0 (the
+    # default environment's interpreter serves)
+    unset DUCKLAKE_CONNECT_SERVER_PYTHON
+    case "$v" in spark41*) [ -x "$REPO/.venv/bin/python" ] && export DUCKLAKE_CONNECT_SERVER_PYTHON="$REPO/.venv/bin/python" ;; esac
     # two workers, a module's tests on one (they share its dbt project or Spark cluster)
     nice -n 10 "$env_dir/bin/python" -m pytest -q -p no:cacheprovider -x -n 2 --dist loadscope "${tests[@]}" || rc=$?
     summary+=("$v: exit $rc, build ${built}s, tests $((SECONDS - start - built))s")

@@ -62,7 +62,22 @@ def build_project(master: str, tmp_path: Path, env: dict[str, str]) -> None:
     assert sorted(nodes[2:]) == ["model.viaconnect.py_tbl", "model.viaconnect.tbl"]
 
 
+# The version matrix names the default environment's interpreter here: a client of this environment's pyspark minor
+# then builds through a server of the default minor (Spark Connect keeps clients and servers of 4.x compatible).
+OTHER_SERVER = os.environ.get("DUCKLAKE_CONNECT_SERVER_PYTHON")
+
+
 @pytest.mark.slow
-def test_dbt_build_through_spark_connect(tmp_path: Path) -> None:
-    with connect_server(tmp_path / "server") as server:
+@pytest.mark.parametrize("server_python", [None, *([OTHER_SERVER] if OTHER_SERVER else [])],
+                         ids=lambda p: "same-version" if p is None else "server-of-another-minor")
+def test_dbt_build_through_spark_connect(tmp_path: Path, server_python: str | None) -> None:
+    if server_python is not None:
+        import subprocess
+
+        import pyspark
+
+        served = subprocess.run([server_python, "-c", "import pyspark; print(pyspark.__version__)"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+        assert served.split(".")[:2] != pyspark.__version__.split(".")[:2], (served, pyspark.__version__)
+    with connect_server(tmp_path / "server", python=server_python) as server:
         build_project(server.url, tmp_path, dict(os.environ))

@@ -203,10 +203,19 @@ class ConnectServer:
     root: Path
     url: str = ""
     process: subprocess.Popen[bytes] | None = None
+    # another interpreter whose pyspark (and Python workers) serve: a client of another minor version than the server
+    python: str | None = None
 
     @property
     def log_path(self) -> Path:
         return self.root / "logs" / "connect-server.log"
+
+    @property
+    def home(self) -> str:
+        if self.python is None:
+            return spark_home()
+        return subprocess.run([self.python, "-c", "import os, pyspark; print(os.path.dirname(pyspark.__file__))"],
+                              check=True, capture_output=True, text=True).stdout.strip()
 
     def env(self) -> dict[str, str]:
         """The environment of the server (and of a client process: a Connect client reads none of it)."""
@@ -214,11 +223,11 @@ class ConnectServer:
         conf_dir.mkdir(parents=True, exist_ok=True)
         return {
             **os.environ,
-            "SPARK_HOME": spark_home(),
+            "SPARK_HOME": self.home,
             "SPARK_CONF_DIR": str(conf_dir),
             "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYSPARK_PYTHON": self.python or sys.executable,
+            "PYSPARK_DRIVER_PYTHON": self.python or sys.executable,
         }
 
     def logs(self, lines: int = 40) -> str:
@@ -227,7 +236,8 @@ class ConnectServer:
     def start(self, *, master: str = "local[2]", memory: str = "512m", conf: dict[str, str] | None = None,
               timeout: float = 90.0) -> None:
         """Start the server and return once its gRPC port accepts connections."""
-        jars = os.path.join(spark_home(), "jars")
+        home = self.home
+        jars = os.path.join(home, "jars")
         if not any(n.startswith("spark-connect_") for n in os.listdir(jars)):
             raise ClusterError(f"no spark-connect jar in {jars}: this pyspark cannot run a Connect server")
         port = free_port()
@@ -239,7 +249,7 @@ class ConnectServer:
             "spark.sql.catalogImplementation": "in-memory",  # no Hive metastore (faster start, no derby files)
             **(conf or {}),
         }
-        args = [os.path.join(spark_home(), "bin", "spark-submit"),
+        args = [os.path.join(home, "bin", "spark-submit"),
                 "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--name", "spark-connect-test",
                 "--master", master, "--driver-memory", memory, "--driver-java-options", FAST_JVM_OPTIONS]
         for key, value in settings.items():
@@ -270,14 +280,15 @@ class ConnectServer:
 
 @contextmanager
 def connect_server(root: Path, *, master: str = "local[2]", memory: str = "512m", conf: dict[str, str] | None = None,
-                   timeout: float = 90.0) -> Iterator[ConnectServer]:
-    """A running Spark Connect server under root (logs/, conf/, its cwd), stopped (process group killed) on exit.
+                   timeout: float = 90.0, python: str | None = None) -> Iterator[ConnectServer]:
+    """A running Spark Connect server under root (logs/, conf/, its cwd), stopped (process group killed) on exit;
+    python: another interpreter whose pyspark serves (default: this one's).
 
     Raises:
         ClusterError: the server exited, or did not accept connections within timeout seconds (with its log tail).
     """
     root.mkdir(parents=True, exist_ok=True)
-    server = ConnectServer(root)
+    server = ConnectServer(root, python=python)
     try:
         server.start(master=master, memory=memory, conf=conf, timeout=timeout)
         yield server
