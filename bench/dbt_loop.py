@@ -37,14 +37,20 @@ PHASES = ["seed", "run", "test"]
 VARIANTS = ["ducklake", "ducklake-warm", "duckdb"]
 
 
-def write_project(root: Path, adapter: str, seeds: int, models: int, tests: int, master: str) -> None:
-    """A project of `seeds` 20-row seeds, `models` models over them and `tests` data tests, for `adapter`."""
+def write_project(root: Path, adapter: str, seeds: int, models: int, tests: int, master: str,
+                  output: str | None = None, project_extra: str = "") -> None:
+    """A project of `seeds` 20-row seeds, `models` models over them and `tests` data tests, for `adapter`.
+
+    `output` (YAML) replaces the profile's target for another adapter (bench/peers.py: dbt-spark), and
+    `project_extra` is appended to dbt_project.yml (e.g. `models:`/`seeds:` configs such as `file_format`)."""
     (root / "seeds").mkdir(parents=True)
     (root / "models").mkdir()
     (root / "dbt_project.yml").write_text(
         'name: loop\nversion: "1.0"\nconfig-version: 2\nprofile: loop\n'
-        'seed-paths: ["seeds"]\nmodel-paths: ["models"]\n')
-    if adapter == "ducklake":
+        'seed-paths: ["seeds"]\nmodel-paths: ["models"]\n' + project_extra)
+    if output is not None:
+        out = output
+    elif adapter == "ducklake":
         out = (f'type: ducklake\ncatalog: "{root}/lake/catalog.ducklake"\ndata_path: "{root}/lake/data/"\n'
                f'schema: main\nmaster: "{master}"\nthreads: 1\n'
                'spark_config:\n  spark.sql.shuffle.partitions: "2"\n')
