@@ -46,7 +46,7 @@ OPERATIONS = {"create": 1, "insert": 6, "delete": 3, "update": 3, "merge": 3, "a
 CONCURRENT_KINDS = ("insert", "delete", "update", "merge")
 
 
-_LOCKED_RETRIES = 5  # DuckDB steps on a SQLite catalog another thread holds (see _duckdb)
+_LOCKED_WAIT = 60.0  # seconds a DuckDB step on a SQLite catalog another thread holds keeps trying (see _duckdb)
 
 
 class Mismatch(AssertionError):
@@ -273,7 +273,9 @@ class Fuzzer:
             statements.append("CALL ducklake_flush_inlined_data('lake')")
         elif op.kind == "expire":
             statements.append("CALL ducklake_expire_snapshots('lake', older_than => now())")
-        for attempt in range(_LOCKED_RETRIES + 1):
+        deadline = time.monotonic() + _LOCKED_WAIT
+        attempt = 0
+        while True:
             try:
                 with reference.attached(lake.catalog) as con:
                     for s in statements:
@@ -281,11 +283,13 @@ class Fuzzer:
                 return
             except Exception as e:  # noqa: BLE001 - DuckDB's errors come in many classes
                 # a SQLite catalog written by another thread of ours at that moment: DuckDB's statement gave up
-                # waiting for the file before it changed anything (each step is one statement), as a user's loader
-                # would, it tries again
-                if "database is locked" not in str(e) or attempt == _LOCKED_RETRIES:
+                # waiting for the file before it changed anything (each step is one statement; DuckDB's SQLite
+                # access does not wait for a lock), so, as a user's loader would, it tries again for a while (a
+                # loaded machine can hold our commit for seconds)
+                if "database is locked" not in str(e) or time.monotonic() > deadline:
                     raise
-                time.sleep(0.5 * (attempt + 1))
+                attempt += 1
+                time.sleep(min(0.25 * attempt, 2.0))
 
     def _ours(self, lake: Lake, op: Operation) -> None:
         from dbt.adapters.ducklake.spark.dml import When
