@@ -27,8 +27,8 @@ SMOKE=(
 )
 # a variant of Spark also runs the Spark layer on a standalone cluster (a dbt variant runs the default Spark)
 SPARK_SMOKE=(tests/spark/test_cluster.py)
-# the many-file read at 600 files (three manifest chunks): the 2,500 of the whole suite are not what a version changes
-export DUCKLAKE_MANY_FILES=${DUCKLAKE_MANY_FILES:-600}
+# the many-file read at 300 files (two manifest chunks): the 2,000 of the whole suite are not what a version changes
+export DUCKLAKE_MANY_FILES=${DUCKLAKE_MANY_FILES:-300}
 
 if [ "$#" -gt 0 ]; then
     variants=("$@")

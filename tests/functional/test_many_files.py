@@ -1,4 +1,4 @@
-"""A table of the shape frequent loads leave: DuckDB wrote 2,500 small files (10k and more in
+"""A table of the shape frequent loads leave: DuckDB wrote 2,000 small files (10k and more in
 bench/many_files.py), a column added half-way (with a default the older files read), a column widened (INTEGER to
 BIGINT), deletes in every file, an update, inlined rows and an inlined delete. dbt models over it, time travel and
 the change feed equal DuckDB's answers, and DELETE / UPDATE / MERGE run through dbt leave what DuckDB leaves running
@@ -16,8 +16,8 @@ from dbt.tests.util import run_dbt
 from tests.support import reference
 from tests.support.invariants import violations
 
-# ten manifest chunks (256 file ids each); the version matrix's smoke set reads 600 (three)
-FILES = int(os.environ.get("DUCKLAKE_MANY_FILES", "2500"))
+# eight manifest chunks (256 file ids each); the version matrix's smoke set reads 300 (two)
+FILES = int(os.environ.get("DUCKLAKE_MANY_FILES", "2000"))
 ROWS = 10  # per file
 # ids are file * ROWS + row: a range across the column add (half-way) and the widening (at 7/10)
 SOME_LOW, SOME_HIGH = FILES * ROWS * 12 // 25, FILES * ROWS * 37 // 50 - 1
