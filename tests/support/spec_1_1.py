@@ -21,8 +21,7 @@ import numpy as np
 from dbt.adapters.ducklake.lake.catalog import ddl
 from dbt.adapters.ducklake.lake.catalog.database import CatalogDB
 from dbt.adapters.ducklake.lake.catalog.url import parse_catalog
-from dbt.adapters.ducklake.lake.read import puffin
-from dbt.adapters.ducklake.lake.read.deletes import deletion_vector_blob, read_delete_arrays
+from dbt.adapters.ducklake.lake.read.deletes import DeletePositions, read_delete_arrays, write_puffin_deletes
 
 SYSTEM = ("row_id", "begin_snapshot", "end_snapshot")
 
@@ -91,22 +90,16 @@ def consolidate_vectors(catalog: str, data_path: str) -> int:
                 snapshots = np.asarray(snaps.to_numpy(zero_copy_only=False), dtype=np.int64)
                 if np.unique(snapshots).size < 2:
                     continue
-                blobs = []
-                for snap in np.unique(snapshots).tolist():
-                    blob, count = deletion_vector_blob(positions[snapshots <= snap])
-                    blobs.append((int(snap), blob, count))
                 name = f"ducklake-{uuid.uuid4()}-delete.puffin"
-                raw = puffin.container(blobs, os.path.join(table_dir, data_file))
-                with open(os.path.join(table_dir, name), "wb") as out:
-                    out.write(raw)
-                footer = int.from_bytes(raw[-12:-8], "little") + 12
+                size, footer = write_puffin_deletes(os.path.join(table_dir, name), os.path.join(table_dir, data_file),
+                                                    DeletePositions(tuple(positions), tuple(snapshots)))
                 db.execute(conn, "DELETE FROM {p}ducklake_delete_file WHERE data_file_id = :f", {"f": fid})
                 db.execute(conn, "INSERT INTO {p}ducklake_delete_file (delete_file_id, table_id, begin_snapshot, "
                                  "end_snapshot, data_file_id, path, path_is_relative, format, delete_count, "
                                  "file_size_bytes, footer_size, encryption_key, partial_max) VALUES (:d, :t, :b, "
                                  "NULL, :f, :p, :rel, 'puffin', :n, :size, :footer, NULL, :pmax)",
                            {"d": next_file, "t": table_id, "b": int(snapshots.min()), "f": fid, "p": name,
-                            "rel": db.dialect.bool_param(True), "n": int(positions.size), "size": len(raw),
+                            "rel": db.dialect.bool_param(True), "n": int(positions.size), "size": size,
                             "footer": footer, "pmax": int(snapshots.max())})
                 next_file += 1
                 done += 1

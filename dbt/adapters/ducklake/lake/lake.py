@@ -7,11 +7,12 @@ import logging
 import os
 import threading
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .catalog import ddl
 from .catalog.database import CatalogDB
-from .catalog.spec import READABLE_VERSIONS, spec_for
+from .catalog.spec import READABLE_VERSIONS, V1_0, spec_for
 from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state, option_value
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
@@ -120,9 +121,10 @@ class DuckLake:
                 raise NotALakeError(
                     f"catalog {loc.render()!r} is not a DuckLake: it has no ducklake_metadata table"
                 )
-            columns = db.catalog_columns(conn)
+            # the catalog's layout first (its version is one of the options it holds)
+            layout = spec_for(V1_0, db.catalog_columns(conn))
             # a 1.1 development layout versions options and scopes global ones 'global' instead of NULL
-            current = " AND end_snapshot IS NULL" if "end_snapshot" in columns.get("ducklake_metadata", ()) else ""
+            current = " AND end_snapshot IS NULL" if layout.versioned_options else ""
             options = {
                 k: v
                 for k, v in db.query(conn, "SELECT key, value FROM {p}ducklake_metadata "
@@ -131,7 +133,7 @@ class DuckLake:
         version = options.get("version")
         if version not in READABLE_VERSIONS:
             raise UnsupportedVersionError(_version_message(loc, version))
-        db.spec = spec_for(version, columns)
+        db.spec = replace(layout, version=version)
         if options.get("encrypted") == "true":
             raise UnsupportedVersionError(
                 f"catalog {loc.render()!r} is an encrypted DuckLake; this layer cannot read or write encrypted files"

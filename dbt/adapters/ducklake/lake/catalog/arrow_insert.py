@@ -25,30 +25,20 @@ import pyarrow as pa
 from sqlalchemy.engine import Connection
 
 from . import ddl
-from .spec import columns_of_1_0
 
 # SQLAlchemy text()'s own bind-parameter pattern, so exactly the names it would bind are taken from the Arrow table
 _BIND_RE = re.compile(r"(?<![:\w\x5c]):(\w+)(?!:)")
 _INSERT_RE = re.compile(
     r"\s*INSERT\s+INTO\s+\{p\}(\w+)\s*(?:\(([^()]*)\))?\s*VALUES\s*\((.*)\)\s*", re.IGNORECASE | re.DOTALL
 )
-_CREATE_RE = re.compile(r"CREATE TABLE \{schema\}(\w+)\((.*)\)", re.DOTALL)
 _COUNTER = itertools.count()
 
 
 @cache
 def catalog_column_types() -> dict[str, dict[str, str]]:
-    """Per catalog table, its columns in order -> DuckDB type, from the DDL the catalog was created with."""
-    out: dict[str, dict[str, str]] = {}
-    for stmt in ddl.CATALOG_TABLES:
-        m = _CREATE_RE.fullmatch(stmt)
-        assert m is not None, stmt
-        cols: dict[str, str] = {}
-        for part in m.group(2).split(","):
-            name, type_, *_ = part.split()
-            cols[name] = type_
-        out[m.group(1)] = cols | ddl.ADDED_IN_1_1.get(m.group(1), {})
-    return out
+    """Per catalog table, its columns in order -> DuckDB type, from the DDL the catalog was created with (and the
+    columns 1.1 adds, which statements only ever name)."""
+    return {t: cols | ddl.ADDED_IN_1_1.get(t, {}) for t, cols in ddl.table_columns().items()}
 
 
 def split_top_level(text: str) -> list[str]:
@@ -87,8 +77,7 @@ def rewrite(sql: str) -> tuple[str, tuple[str, ...]] | None:
         return None
     exprs = split_top_level(values)
     # positional: the 1.0 columns (1.1's added ones are only ever named)
-    targets = [c.strip() for c in col_list.split(",")] if col_list is not None else list(types)[:len(
-        columns_of_1_0()[table])]
+    targets = [c.strip() for c in col_list.split(",")] if col_list is not None else list(ddl.table_columns()[table])
     if len(exprs) != len(targets) or any(t not in types for t in targets):
         return None
     names: list[str] = []

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import re
+from functools import cache
+
 SPEC_VERSION = "1.0"
 
 # One CREATE TABLE per catalog table, in the reference's order; '{schema}' is the metadata schema prefix.
@@ -44,6 +47,18 @@ ADDED_IN_1_1: dict[str, dict[str, str]] = {
 }
 VIEW_COLUMN_TAG_1_1 = "CREATE TABLE {schema}ducklake_view_column_tag(view_id BIGINT, column_name VARCHAR, begin_snapshot BIGINT, end_snapshot BIGINT, key VARCHAR, value VARCHAR)"
 
+_CREATE = re.compile(r"CREATE TABLE \{schema\}(\w+)\((.*)\)", re.DOTALL)
+
+
+@cache
+def table_columns() -> dict[str, dict[str, str]]:
+    """Each 1.0 catalog table's columns, in order, with their DuckDB types (parsed once from CATALOG_TABLES)."""
+    out: dict[str, dict[str, str]] = {}
+    for stmt in CATALOG_TABLES:
+        m = _CREATE.fullmatch(stmt)
+        assert m is not None, stmt
+        out[m.group(1)] = {part.split()[0]: part.split()[1] for part in m.group(2).split(",")}
+    return out
 
 
 def catalog_tables(version: str) -> tuple[str, ...]:
@@ -51,8 +66,7 @@ def catalog_tables(version: str) -> tuple[str, ...]:
     if version == SPEC_VERSION:
         return CATALOG_TABLES
     out = []
-    for stmt in CATALOG_TABLES:
-        name = stmt.split("(", 1)[0].rsplit("}", 1)[1]
+    for stmt, name in zip(CATALOG_TABLES, table_columns(), strict=True):
         added = ADDED_IN_1_1.get(name, {})
         out.append(stmt[:-1] + "".join(f", {c} {t}" for c, t in added.items()) + ")" if added else stmt)
     return (*out, VIEW_COLUMN_TAG_1_1)

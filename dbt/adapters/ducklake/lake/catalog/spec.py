@@ -26,18 +26,6 @@ V1_1 = ("1.1", "1.1-dev1")
 READABLE_VERSIONS = (V1_0, *V1_1)
 
 _POSITIONAL_INSERT = re.compile(r"(\s*INSERT\s+INTO\s+\{p\})(ducklake_\w+)(\s+VALUES\s*\()", re.IGNORECASE)
-_CREATE = re.compile(r"CREATE TABLE \{schema\}(\w+)\((.*)\)", re.DOTALL)
-
-
-@cache
-def columns_of_1_0() -> dict[str, tuple[str, ...]]:
-    """Each 1.0 catalog table's columns, in order."""
-    out: dict[str, tuple[str, ...]] = {}
-    for stmt in ddl.CATALOG_TABLES:
-        m = _CREATE.fullmatch(stmt)
-        assert m is not None, stmt
-        out[m.group(1)] = tuple(part.split()[0] for part in m.group(2).split(","))
-    return out
 
 
 @dataclass(frozen=True)
@@ -120,7 +108,7 @@ def _named_insert(sql: str) -> str:
     m = _POSITIONAL_INSERT.match(sql)
     if m is None:
         return sql
-    cols = columns_of_1_0().get(m.group(2))
+    cols = ddl.table_columns().get(m.group(2))
     if not cols:
         return sql
     return f"{m.group(1)}{m.group(2)} ({', '.join(cols)}){m.group(3)}" + sql[m.end():]
@@ -128,7 +116,7 @@ def _named_insert(sql: str) -> str:
 
 def spec_for(version: str, columns: Mapping[str, set[str] | frozenset[str]]) -> CatalogSpec:
     """A catalog's spec from its version and the columns its catalog tables have (by table)."""
-    base = columns_of_1_0()
+    base = ddl.table_columns()
     extra = {t: frozenset(c.lower() for c in cols) - frozenset(base[t]) for t, cols in columns.items() if t in base}
     return CatalogSpec(version, {t: c for t, c in extra.items() if c})
 

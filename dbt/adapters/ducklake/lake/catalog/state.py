@@ -505,8 +505,7 @@ def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: 
             vid, db.dialect.read_uuid(vuuid), sid, schema.name, name, dialect, sql, aliases or "", begin, tags[vid],
             {c: dict(t) for c, t in vctags[vid].items()},
         )
-    state = LakeState(db, snapshot, data_path, schemas, tables, views)
-    state.nested_schemas = _nested_paths(nested, by_id)
+    state = LakeState(db, snapshot, data_path, schemas, tables, views, _nested_paths(nested, by_id))
     # a table without an inlined-data table has no inlined row: known now, so its readers open no catalog connection
     inlined = {r[0] for r in db.query(conn, "SELECT DISTINCT table_id FROM {p}ducklake_inlined_data_tables", {})}
     state._inlined.update((t.table_id, []) for t in tables.values() if t.table_id not in inlined)

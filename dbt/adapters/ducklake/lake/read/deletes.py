@@ -68,12 +68,16 @@ def _vector_arrays(path: str, raw: bytes) -> tuple[np.ndarray, np.ndarray | None
     """(positions, the snapshot of each or None) of a bare deletion vector or a Puffin file of several."""
     if raw[:4] != puffin.MAGIC:
         return _deletion_vector_positions(path, raw), None
+    vectors = [(b.snapshot, _deletion_vector_positions(path, raw[b.offset:b.offset + b.length]))
+               for b in _puffin_blobs(path, raw)]
+    return puffin.attribute(vectors)
+
+
+def _puffin_blobs(path: str, raw: bytes) -> list[puffin.Blob]:
     try:
-        listed = puffin.blobs(path, raw)
+        return puffin.blobs(path, raw)
     except puffin.PuffinFormatError as e:
         raise DeleteFileFormatError(str(e)) from None
-    vectors = [(b.snapshot, _deletion_vector_positions(path, raw[b.offset:b.offset + b.length])) for b in listed]
-    return puffin.attribute(vectors)
 
 
 def _deletion_vector_positions(path: str, raw: bytes) -> np.ndarray:
@@ -114,8 +118,7 @@ def write_puffin_deletes(path: str, data_file_path: str, deletes: DeletePosition
     raw = puffin.container(blobs, data_file_path)
     with file_io(path).open_output(path) as out:
         out.write(raw)
-    (payload,) = struct.unpack("<I", raw[-12:-8])
-    return len(raw), payload + 12
+    return len(raw), puffin.footer_size(raw)
 
 
 def read_delete_arrays(path: str, begin_snapshot: int) -> tuple[pa.Array, pa.Array]:
@@ -152,7 +155,8 @@ def delete_file_has_snapshots(path: str) -> bool:
     if is_deletion_vector(path):
         with file_io(path).open_input(path) as fh:
             raw = fh.read()
-        return raw[:4] == puffin.MAGIC and _vector_arrays(path, raw)[1] is not None
+        # a Puffin file's footer says whether its vectors name their snapshots; no vector need be decoded
+        return raw[:4] == puffin.MAGIC and any(b.snapshot is not None for b in _puffin_blobs(path, raw))
     with file_io(path).open_input(path) as source:
         return SNAPSHOT_COLUMN in pq.ParquetFile(source, pre_buffer=False).schema_arrow.names
 

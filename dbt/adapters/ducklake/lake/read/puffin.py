@@ -92,3 +92,9 @@ def container(blob_bytes: Sequence[tuple[int, bytes, int]], referenced_file: str
     payload = json.dumps({"blobs": listed, "properties": {"created-by": "ducklake"}},
                          separators=(",", ":")).encode()
     return bytes(body + MAGIC + payload + struct.pack("<II", len(payload), 0) + MAGIC)
+
+
+def footer_size(raw: bytes) -> int:
+    """A Puffin file's footer_size as DuckLake records it: the footer payload and the 12 bytes after it."""
+    (payload,) = struct.unpack("<I", raw[-12:-8])
+    return payload + 12

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..catalog import ddl
 from ..paths import relative_to
 from ..records import ColumnStats
 
@@ -59,19 +60,14 @@ def data_files(dialect: Dialect, rows: Sequence[DataFileRow], row_group_counts: 
                        "path": path, "rel": dialect.bool_param(rel), "rc": r.record_count, "size": r.file_size_bytes,
                        "footer": r.footer_size, "rid": r.row_id_start, "pid": r.partition_id, "mid": r.mapping_id,
                        "pmax": r.partial_max, "rgc": r.row_group_count})
-    cols, rgc = _with_row_groups(DATA_FILE_COLUMNS, row_group_counts)
+    cols, rgc = _with_row_groups("ducklake_data_file", row_group_counts)
     return (f"INSERT INTO {{p}}ducklake_data_file ({cols}) VALUES (:fid, :tid, :b, NULL, :ord, :path, :rel, "
             f"'parquet', :rc, :size, :footer, :rid, :pid, NULL, :mid, :pmax{rgc})", params)
 
 
-DATA_FILE_COLUMNS = ("data_file_id, table_id, begin_snapshot, end_snapshot, file_order, path, path_is_relative, "
-                     "file_format, record_count, file_size_bytes, footer_size, row_id_start, partition_id, "
-                     "encryption_key, mapping_id, partial_max")
-DELETE_FILE_COLUMNS = ("delete_file_id, table_id, begin_snapshot, end_snapshot, data_file_id, path, path_is_relative, "
-                       "format, delete_count, file_size_bytes, footer_size, encryption_key, partial_max")
-
-
-def _with_row_groups(columns: str, row_group_counts: bool) -> tuple[str, str]:
+def _with_row_groups(table: str, row_group_counts: bool) -> tuple[str, str]:
+    """(the column list of an INSERT into a file table, the row group count's value placeholder or '')."""
+    columns = ", ".join(ddl.table_columns()[table])
     return (columns + ", row_group_count", ", :rgc") if row_group_counts else (columns, "")
 
 
@@ -101,7 +97,7 @@ def delete_files(dialect: Dialect, rows: Sequence[DeleteFileRow], row_group_coun
         params.append({"did": r.delete_file_id, "tid": r.table_id, "b": r.begin_snapshot, "fid": r.data_file_id,
                        "path": path, "rel": dialect.bool_param(rel), "n": r.delete_count, "size": r.file_size_bytes,
                        "footer": r.footer_size, "pmax": r.partial_max, "fmt": r.format, "rgc": r.row_group_count})
-    cols, rgc = _with_row_groups(DELETE_FILE_COLUMNS, row_group_counts)
+    cols, rgc = _with_row_groups("ducklake_delete_file", row_group_counts)
     return (f"INSERT INTO {{p}}ducklake_delete_file ({cols}) VALUES (:did, :tid, :b, NULL, :fid, :path, :rel, :fmt, "
             f":n, :size, :footer, NULL, :pmax{rgc})", params)
 
