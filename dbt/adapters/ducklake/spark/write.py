@@ -424,11 +424,15 @@ def _calendar(c: SparkColumn, dtype: T.DataType, transform: str) -> SparkColumn:
         us = F.unix_micros(c)
         if transform == "hour":
             return F.floor(F.pmod(us, F.lit(_MICROS_PER_DAY)) / F.lit(_MICROS_PER_HOUR)).cast("int")
-        exact = (us - F.pmod(us, F.lit(_MICROS_PER_DAY))).cast("decimal(20,0)")  # a multiple of a day: exact division
-        c = F.date_from_unix_date((exact / F.lit(_MICROS_PER_DAY).cast("decimal(20,0)")).cast("int"))
+        c = F.date_from_unix_date(_floor_div(us, _MICROS_PER_DAY).cast("int"))
     fn: Callable[[SparkColumn], SparkColumn] = {
         "year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}[transform]
     return fn(c)
+
+
+def _floor_div(us: SparkColumn, unit: int) -> SparkColumn:
+    """floor(us / unit), also for negative values: the multiple of the unit below us, divided exactly (decimal)."""
+    return (us - F.pmod(us, F.lit(unit))).cast("decimal(20,0)") / F.lit(unit).cast("decimal(20,0)")
 
 
 def _epoch(c: SparkColumn, dtype: T.DataType, transform: str) -> SparkColumn:
@@ -440,12 +444,8 @@ def _epoch(c: SparkColumn, dtype: T.DataType, transform: str) -> SparkColumn:
     else:
         us = _micros(c, dtype)
         if transform in ("epoch_day", "epoch_hour"):
-            unit = F.lit(_MICROS_PER_DAY if transform == "epoch_day" else _MICROS_PER_HOUR)
-            # a multiple of the unit divided exactly (decimal): a floor that holds for negative values too
-            return ((us - F.pmod(us, unit)).cast("decimal(20,0)") / unit.cast("decimal(20,0)")).cast("bigint")
-        day = F.date_from_unix_date(
-            ((us - F.pmod(us, F.lit(_MICROS_PER_DAY))).cast("decimal(20,0)")
-             / F.lit(_MICROS_PER_DAY).cast("decimal(20,0)")).cast("int"))
+            return _floor_div(us, _MICROS_PER_DAY if transform == "epoch_day" else _MICROS_PER_HOUR).cast("bigint")
+        day = F.date_from_unix_date(_floor_div(us, _MICROS_PER_DAY).cast("int"))
         year, month = F.year(day), F.month(day)
     if transform == "epoch_year":
         return year - F.lit(1970)
