@@ -13,7 +13,6 @@ import datetime as dt
 import json
 import os
 import struct
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -23,24 +22,13 @@ from dbt.adapters.ducklake.lake.errors import SchemaEvolutionError, UnsupportedF
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.maintenance.cleanup import expire_snapshots
 from dbt.adapters.ducklake.lake.read.changes import read_changes
-from dbt.adapters.ducklake.lake.read.scan import read_arrow
 from dbt.adapters.ducklake.lake.records import Column
 from dbt.adapters.ducklake.lake.write.writer import write_data_files
 from tests.lake.compare import arrow_rows
+from tests.lake.test_deletion_vectors import COLUMNS, _ours, _rows
 from tests.lake.test_write_conformance import append, delete_ids, rows_table
 from tests.support import reference, spec_1_1
 from tests.support.invariants import violations
-
-COLUMNS = [Column(0, "id", "int64", nullable=False), Column(0, "v", "varchar")]
-
-
-def _rows(con: Any, sql: str) -> list[tuple]:
-    return sorted(con.execute(sql).fetchall())
-
-
-def _ours(lake: DuckLake, version: int, name: str = "t") -> list[tuple]:
-    st = lake.snapshot(version)
-    return sorted(arrow_rows(read_arrow(st, st.table("main", name), with_rowid=False)))
 
 
 def _catalog_rows(lake: DuckLake, sql: str) -> list[tuple]:
