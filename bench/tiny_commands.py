@@ -2,7 +2,9 @@
 
 A project of one seed (20 rows), three models (a view, a table, an incremental merge) and five tests (four generic,
 one singular); each command (`debug`, `seed`, `run`, `test`, `show --inline`, `run` again) is a new dbt process,
-timed from start to exit, `--repeat` times (median). Variants:
+timed from start to exit, `--repeat` times (median). The variants run each command in turn, so that a change of
+the machine's load falls on all of them alike, and each ratio is the median of a variant's time over dbt-duckdb's
+for the same command in the same round. Variants:
 
 - `embedded`: `master: local[2]`, a Spark driver JVM per command (what CI-style runs use);
 - `warm`: `master: local-server[2]`, the driver kept between commands (one warm-up command first);
@@ -70,19 +72,39 @@ def _dbt(python: str, project: Path, args: list[str]) -> float:
     return took
 
 
-def measure(variant: str, python: str, repeat: int, workdir: Path) -> dict[str, float]:
-    times: dict[str, list[float]] = {}
+def measure(variants: dict[str, str], repeat: int, workdir: Path) -> tuple[dict[str, dict[str, float]],
+                                                                        dict[str, dict[str, float]]]:
+    """Each command of each repetition run by every variant in turn (interleaved: a change of the machine's load
+    falls on all variants alike), a new project per repetition. Returns the median seconds per variant and command,
+    and per variant the median of its time divided by the time dbt-duckdb took for the same command just before or
+    after it (when the duckdb variant runs)."""
+    times: dict[str, dict[str, list[float]]] = {v: {} for v in variants}
+    ratios: dict[str, dict[str, list[float]]] = {v: {} for v in variants if v != "duckdb"}
     for r in range(repeat):
-        root = workdir / f"{variant}{r}"
-        shutil.rmtree(root, ignore_errors=True)
-        project = _project(root, variant)
-        if variant == "warm":
-            _dbt(python, project, ["debug"])  # starts the server: later commands join it
+        projects = {}
+        for variant, python in variants.items():
+            root = workdir / f"{variant}{r}"
+            shutil.rmtree(root, ignore_errors=True)
+            projects[variant] = _project(root, variant)
+            if variant == "warm":
+                _dbt(python, projects[variant], ["debug"])  # starts the server: later commands join it
         for i, args in enumerate(COMMANDS):
-            times.setdefault(f"{i + 1}. {' '.join(args[:1])}", []).append(_dbt(python, project, args))
-    out = {k: round(statistics.median(v), 2) for k, v in times.items()}
-    out["total"] = round(sum(out.values()), 2)
-    return out
+            row = f"{i + 1}. {' '.join(args[:1])}"
+            took = {v: _dbt(python, projects[v], args) for v, python in variants.items()}
+            for v, t in took.items():
+                times[v].setdefault(row, []).append(t)
+                if "duckdb" in took and v != "duckdb":
+                    ratios[v].setdefault(row, []).append(t / took["duckdb"])
+    medians = {v: {row: round(statistics.median(ts), 2) for row, ts in rows.items()} for v, rows in times.items()}
+    for v in medians:
+        medians[v]["total"] = round(sum(medians[v].values()), 2)
+    paired = {v: {row: round(statistics.median(rs), 2) for row, rs in rows.items()} for v, rows in ratios.items()}
+    for v in paired:
+        if "duckdb" in times:
+            totals = [sum(times[v][row][k] for row in times[v]) / sum(times["duckdb"][row][k] for row in times[v])
+                      for k in range(repeat)]
+            paired[v]["total"] = round(statistics.median(totals), 2)
+    return medians, paired
 
 
 def main() -> None:
@@ -92,24 +114,19 @@ def main() -> None:
     ap.add_argument("--duckdb-python", default=None, help="an interpreter with dbt-duckdb installed")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    report: dict[str, dict[str, float]] = {}
+    variants = {v: (args.duckdb_python if v == "duckdb" else sys.executable) for v in args.variants.split(",")
+                if v != "duckdb" or args.duckdb_python}
     with tempfile.TemporaryDirectory(prefix="tiny-commands-") as tmp:
-        for variant in args.variants.split(","):
-            if variant == "duckdb" and not args.duckdb_python:
-                continue
-            python = args.duckdb_python if variant == "duckdb" else sys.executable
-            report[variant] = measure(variant, python, args.repeat, Path(tmp))
+        report, paired = measure(variants, args.repeat, Path(tmp))
     rows = list(next(iter(report.values())))
-    print("| command | " + " | ".join(report) + (" | embedded / duckdb | warm / duckdb |" if "duckdb" in report else ""))
-    print("| --- " * (len(report) + 1 + (2 if "duckdb" in report else 0)) + "|")
+    ours = [v for v in paired if paired[v]]
+    print("| command | " + " | ".join(report) + "".join(f" | {v} / dbt-duckdb" for v in ours) + " |")
+    print("| --- " * (len(report) + 1 + len(ours)) + "|")
     for row in rows:
-        cells = [f"{report[v][row]:.2f}" for v in report]
-        if "duckdb" in report:
-            for v in ("embedded", "warm"):
-                cells.append(f"{report[v][row] / report['duckdb'][row]:.1f}x" if v in report else "")
+        cells = [f"{report[v][row]:.2f} s" for v in report] + [f"{paired[v][row]:.2f}x" for v in ours]
         print(f"| {row} | " + " | ".join(cells) + " |")
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
+        Path(args.json).write_text(json.dumps({"median_s": report, "paired_ratio": paired}, indent=2))
 
 
 if __name__ == "__main__":

@@ -340,16 +340,16 @@ def _refuse_repeated_keys(spark: SparkSession, relation: str, columns: list[str]
         "unique in the source (nothing was changed)")
 
 
-def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]], row: tuple | None = None
-               ) -> list[Predicate]:
+def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]], row: tuple | None = None,
+               values: bool = True) -> list[Predicate]:
     """For each (target column, source column) key pair, the target rows a key of `relation` (a SQL relation) can
-    equal: its values when the relation is small (MAX_KEY_LIST rows), else its [min, max] range. row: the result of
-    bounds_sql, when the caller has it."""
+    equal: its values when the relation is small (MAX_KEY_LIST rows) and `values`, else its [min, max] range. row:
+    the result of bounds_sql, when the caller has it."""
     if not keys:
         return []
     if row is None:
         row = tuple(spark.sql(bounds_sql(relation, keys)).collect()[0])
-    small = row[0] <= MAX_KEY_LIST
+    small = values and row[0] <= MAX_KEY_LIST
     parts: list[Predicate] = []
     for i, (tc, sc) in enumerate(keys):
         lo, hi = row[1 + 2 * i], row[2 + 2 * i]
@@ -411,12 +411,13 @@ def merge_keys(spark: SparkSession, source_view: str, info: TableInfo, on: str) 
 
 
 def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: str,
-                    keys: list[tuple[str, str]] | None = None, bounds: tuple | None = None) -> Predicate | None:
+                    keys: list[tuple[str, str]] | None = None, bounds: tuple | None = None, *,
+                    values: bool = True) -> Predicate | None:
     """What the target rows a MERGE can match must satisfy, for file pruning.
 
     From the ON condition: its terms on target columns and literals (e.g. incremental predicates), and for each
-    key pair (merge_keys), the source keys' range (their values too, when the source is small). keys and bounds
-    (bounds_sql's row): when the caller has them.
+    key pair (merge_keys), the source keys' range (their values too, when the source is small and `values`). keys
+    and bounds (bounds_sql's row): when the caller has them.
     """
     parts: list[Predicate] = []
     own = to_predicate(on, info.columns, ("t",))
@@ -424,7 +425,7 @@ def merge_predicate(spark: SparkSession, source_view: str, info: TableInfo, on: 
         parts.append(own)
     if keys is None:
         keys = merge_keys(spark, source_view, info, on)
-    parts += key_bounds(spark, source_view, keys, bounds)
+    parts += key_bounds(spark, source_view, keys, bounds, values)
     return all_of(parts)
 
 
@@ -508,6 +509,16 @@ def evolved_columns(tx: Transaction, schema: str, table: str) -> tuple[TableInfo
         else:
             out[c.name] = f"t.{ident(old.name)}"
     return base, now, out
+
+
+def _small(df: object) -> bool:
+    """Whether Spark estimates the DataFrame small (classic sessions; local_write.SMALL_RESULT_BYTES): its keys are
+    then counted with the source's bounds, in the job that keeps it, rather than after the target join in a job of
+    their own. A wrong estimate costs time, never a result: both ways refuse the same repeated keys."""
+    from .local_write import SMALL_RESULT_BYTES, estimated_bytes
+
+    size = estimated_bytes(df)
+    return size is not None and size <= SMALL_RESULT_BYTES
 
 
 def _first(conds: list[str | None]) -> str:
@@ -708,7 +719,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
         # when the keys alone decide the matches, a repeated key among matched rows fails the cardinality check, so
         # only the unmatched rows' keys are counted (after the target join: a count(DISTINCT) of every source key
         # is a shuffle of the whole source)
-        unmatched_unique = unique if matched and matched_by_keys_alone(on) else []
+        unmatched_unique = unique if matched and matched_by_keys_alone(on) and not _small(source) else []
         # one job materializes the source now (the passes below read the same rows), bounds its keys and
         # counts its distinct keys
         bounds = tuple(spark.sql(bounds_sql(src_view, keys, [] if unmatched_unique else unique)).collect()[0])
@@ -716,7 +727,10 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
         fault_point("merge_source_kept")
         if unique and not unmatched_unique and bounds[-2] != bounds[-1]:
             _refuse_repeated_keys(spark, src_view, unique, schema, table)
-        prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds)
+        # a target of one file: the source's key values can prune no more than their range does (unless every key
+        # falls in a gap of the file's range), and listing them is a Spark job
+        prune_by = None if by_source else merge_predicate(spark, src_view, base, on, keys, bounds,
+                                                          values=len(tx.base.files(base)) > 1)
         key_range = key_range_sql(base, keys, bounds) if keys else None
         rows_of = _target_rows_sql(spark, tx.base, base, prune_by) or _no_rows(base)
         target = f"({rows_of.sql})"

@@ -50,6 +50,15 @@ def is_local(df: DataFrame) -> bool:
     return plan.getClass().getSimpleName() == "LocalRelation"
 
 
+def estimated_bytes(df: object) -> int | None:
+    """Spark's estimate of the DataFrame's optimized plan's output size; None on Spark Connect (no plan here)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    size = jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+    return size if isinstance(size, int) else int(size.toString())  # a Scala BigInt, or converted
+
+
 def arrow_type(dt: T.DataType) -> pa.DataType | None:
     """The Arrow type the driver writes a Spark type's collected values as (None: Spark writes them)."""
     if isinstance(dt, T.DecimalType):
@@ -58,24 +67,25 @@ def arrow_type(dt: T.DataType) -> pa.DataType | None:
 
 
 def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
-                bounded: bool = False) -> list[DataFileSpec] | None:
+                bounded: bool = False, row_ids: bool = False) -> list[DataFileSpec] | None:
     """The conformed DataFrame's rows written as the table's data files by the driver, when Spark evaluates them on
     the driver or the result is small (see the module); None when the write must go through Spark.
 
     bounded: the DataFrame is an inline table of a bounded size (a seed's VALUES), which Spark Connect may collect;
-    ignored on a classic session, whose optimized plan tells."""
+    ignored on a classic session, whose optimized plan tells. row_ids: its last column holds the rows' preserved
+    row ids (an UPDATE's post-images), written as the lake's row id column as the Spark writer does."""
     classic = is_classic(spark)
     if ((not classic and not bounded) or table.partition is not None or any(not c.nullable for c in table.columns)
             or any(needs_conversion(c) for c in table.columns)):
         return None
     fields = df.schema.fields
     types = [arrow_type(f.dataType) for f in fields]
-    if len(fields) != len(table.columns) or any(t is None for t in types):
+    if len(fields) != len(table.columns) + row_ids or any(t is None for t in types):
         return None
     if not classic:
-        return write_data_files(table, table_dir, _connect_rows(df, types, [c.name for c in table.columns]))
+        return _written(table, table_dir, _connect_rows(df, types), row_ids)
     if not is_local(df):
-        return _write_small(df, table, table_dir, types)
+        return _write_small(df, table, table_dir, types, row_ids)
     # a zoned timestamp collects as the local wall time of the Python process: take its micros instead
     proj = [F.unix_micros(F.col(ident(f.name))) if isinstance(f.dataType, T.TimestampType) else F.col(ident(f.name))
             for f in fields]
@@ -89,26 +99,33 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         if t == pa.binary():
             values = [None if v is None else bytes(v) for v in values]
         arrays.append(pa.array(values, type=t))
-    data = pa.Table.from_arrays(arrays, names=[c.name for c in table.columns])
-    return write_data_files(table, table_dir, data)
+    return _written(table, table_dir, pa.Table.from_arrays(arrays, names=[f.name for f in fields]), row_ids)
 
 
-def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None]
+def _written(table: TableInfo, table_dir: str, data: pa.Table, row_ids: bool) -> list[DataFileSpec]:
+    """The collected rows (in table column order, then the row ids when row_ids) written by the lake's writer."""
+    n = len(table.columns)
+    rows = pa.Table.from_arrays(data.columns[:n], names=[c.name for c in table.columns])
+    return write_data_files(table, table_dir, rows, row_ids=data.column(n) if row_ids else None)
+
+
+def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None], row_ids: bool
                  ) -> list[DataFileSpec] | None:
     """A small result (see the module) collected as Arrow (zoned timestamps as UTC instants) and written by the
     driver; None when Spark estimates it larger or it has more rows than that."""
-    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001 - classic sessions only
-    if (size if isinstance(size, int) else int(size.toString())) > SMALL_RESULT_BYTES:  # a Scala BigInt, or converted
+    if estimated_bytes(df) > SMALL_RESULT_BYTES:  # type: ignore[operator] - classic sessions only
         return None
     got = df.limit(SMALL_RESULT_ROWS + 1).toArrow()  # the limit bounds what a wrong estimate costs the driver
     if got.num_rows > SMALL_RESULT_ROWS:
         return None
-    data = pa.Table.from_arrays([got.column(i).cast(t) for i, t in enumerate(types)], names=[c.name for c in table.columns])
-    return write_data_files(table, table_dir, data)
+    return _written(table, table_dir, _cast(got, types), row_ids)
 
 
-def _connect_rows(df: DataFrame, types: list[pa.DataType | None], names: list[str]) -> pa.Table:
+def _cast(got: pa.Table, types: list[pa.DataType | None]) -> pa.Table:
+    return pa.Table.from_arrays([got.column(i).cast(t) for i, t in enumerate(types)], names=got.column_names)
+
+
+def _connect_rows(df: DataFrame, types: list[pa.DataType | None]) -> pa.Table:
     """A Connect DataFrame's rows as Arrow in the types the classic path writes (zoned timestamps relabelled UTC, the
     same instants; plain strings)."""
-    got = df.toArrow()
-    return pa.Table.from_arrays([got.column(i).cast(t) for i, t in enumerate(types)], names=names)
+    return _cast(df.toArrow(), types)

@@ -103,11 +103,10 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         raise ValueError(f"the Spark writer needs the table directory on a file system the driver can list and move "
                          f"files in (a local or shared path, or s3://); got {table_dir!r}")
     conformed = conform(df, table, keep=row_ids)
-    if row_ids is None:
-        local = write_local(spark, conformed, table, table_dir, bounded=bounded)
-        if local is not None:
-            fault_point("spark_write")
-            return local
+    local = write_local(spark, conformed, table, table_dir, bounded=bounded, row_ids=row_ids is not None)
+    if local is not None:
+        fault_point("spark_write")
+        return local
     keys = _partition_keys(table, conformed)
     staging = join_path(as_dir(table_dir), f"ducklake-write-{uuid7()}")
     moved: list[DataFileSpec] = []
