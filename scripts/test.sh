@@ -10,6 +10,10 @@ step "ruff check ."
 ruff_rc=0
 .venv/bin/ruff check . || ruff_rc=$?  # still run the tests, fail at the end
 
+step "mypy (the package's types)"
+mypy_rc=0
+.venv/bin/mypy || mypy_rc=$?
+
 step "pytest"
 rc=0
 report="$(mktemp -d)/pytest.xml"
@@ -22,6 +26,7 @@ if [ -s "$report" ] && [ "$rc" -ne 0 ]; then
     step "what failed"
     .venv/bin/python scripts/failed_tests.py "$report"
 fi
-step "done: ruff exit code $ruff_rc, pytest exit code $rc, total $((SECONDS - START))s"
+step "done: ruff exit code $ruff_rc, mypy exit code $mypy_rc, pytest exit code $rc, total $((SECONDS - START))s"
 [ "$ruff_rc" -eq 0 ] || die "ruff check failed (see above)"
+[ "$mypy_rc" -eq 0 ] || die "mypy found type errors (see above)"
 exit "$rc"

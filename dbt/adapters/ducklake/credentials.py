@@ -148,7 +148,7 @@ class DuckLakeCredentials(Credentials):
         return self.catalog_display
 
     def _connection_keys(self) -> tuple[str, ...]:
-        keys = ("catalog", "data_path", "schema", "master", "spark_config", "author")
+        keys: tuple[str, ...] = ("catalog", "data_path", "schema", "master", "spark_config", "author")
         if self.data_path.startswith("s3://"):  # the non-secret S3 keys (the key id identifies, it is no secret)
             keys = (*keys, "s3_access_key_id", "s3_region", "s3_endpoint", "s3_url_style", "s3_use_ssl")
         return (*keys, "server_idle_timeout") if self.server_master else keys

@@ -148,7 +148,7 @@ class DuckLakeCursor:
 
     @contextlib.contextmanager
     def _bound(self, rt: Runtime, sql: str, refs: frozenset[tuple[str, str]], state: LakeState,
-               written: Callable[[exp.Expression], exp.Expression | None] | None, use: Callable[[str], T]
+               written: Callable[[exp.Expr], exp.Expr | None] | None, use: Callable[[str], T]
                ) -> Iterator[T]:
         """use(the statement's text with its lake reads bound to the state), valid inside the block; the names it
         still reads by their shared names (unqualified, or not bindable) are made current at the state."""

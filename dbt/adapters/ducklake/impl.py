@@ -36,6 +36,7 @@ from .spark.names import table_refs
 from .spark.pruned_frames import prunable
 from .spark.session import is_started, session_of
 from .spark.types import to_spark
+from .spark.work import LakeWork
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -263,13 +264,17 @@ class DuckLakeAdapter(SparkAdapter):
         # the values computed on the driver where no Spark cast is needed: such a seed needs no JVM
         driver = seed_arrow(names, rows, types, timestamp_ntz=self._timestamp_ntz(h))
         if driver is not None:
-            h.run_change(lambda work: work.create_table_from_arrow(schema, name, *driver, replace=True) or 0,
-                         Seed(schema=schema, name=name))
-            return len(agate_table.rows)
-        df = seed_dataframe(h.runtime.spark, names, rows, types)
-        bounded = is_inline(names, rows)
-        h.run_change(lambda work: work.create_table_as(schema, name, df, replace=True, bounded=bounded) or 0,
-                     Seed(schema=schema, name=name))
+            def stage(work: LakeWork) -> int:
+                work.create_table_from_arrow(schema, name, *driver, replace=True)
+                return 0
+        else:
+            df = seed_dataframe(h.runtime.spark, names, rows, types)
+            bounded = is_inline(names, rows)
+
+            def stage(work: LakeWork) -> int:
+                work.create_table_as(schema, name, df, replace=True, bounded=bounded)
+                return 0
+        h.run_change(stage, Seed(schema=schema, name=name))
         return len(agate_table.rows)
 
     @staticmethod
@@ -522,7 +527,7 @@ def _check_s3_connector(spark: Any, creds: DuckLakeCredentials) -> None:
         return
     try:
         jsc = session.sparkContext._jsc
-        session._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", jsc.hadoopConfiguration())
+        session._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", jsc.hadoopConfiguration())  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - Py4J wraps the ClassNotFoundException / UnsupportedFileSystemException
         said = s3a.connector_status({str(k): str(v) for k, v in creds.spark_config.items()})[1]
         raise DbtRuntimeError(f"Spark cannot reach the data path {creds.data_path!r}: no {s3a.S3A_CLASS} on the "

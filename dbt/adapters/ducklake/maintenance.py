@@ -131,15 +131,15 @@ def run(rt: Runtime, op: str, **kw: Any) -> Any:
                    else mt.delete_orphaned_files(*args, force=bool(kw.get("force"))))
             summary = f"{'would delete' if kw.get('dry_run') else 'deleted'} {len(got)} files"
         elif op == "merge_adjacent_files":
-            got = mt.merge_adjacent_files(
+            merged = mt.merge_adjacent_files(
                 lake, kw.get("schema"), kw.get("table"), _size(kw.get("target_file_size"), "target_file_size"),
                 min_file_size=_size(kw.get("min_file_size"), "min_file_size"),
                 max_file_size=_size(kw.get("max_file_size"), "max_file_size"),
                 max_compacted_files=_count(kw.get("max_compacted_files"), "max_compacted_files"))
-            summary = "; ".join(f"{s}.{t}: {n} files merged into {m}" for s, t, n, m in got) or "nothing to merge"
+            summary = "; ".join(f"{s}.{t}: {n} files merged into {m}" for s, t, n, m in merged) or "nothing to merge"
         elif op == "flush_inlined_data":
-            got = mt.flush_inlined_data(lake, _either(kw, "schema", "schema_name"), _either(kw, "table", "table_name"))
-            summary = "; ".join(f"{s}.{t}: {n} rows flushed" for s, t, n in got) or "nothing to flush"
+            flushed = mt.flush_inlined_data(lake, _either(kw, "schema", "schema_name"), _either(kw, "table", "table_name"))
+            summary = "; ".join(f"{s}.{t}: {n} rows flushed" for s, t, n in flushed) or "nothing to flush"
         else:
             raise DbtRuntimeError(f"unknown maintenance operation {op!r}")
     except (ValueError, DuckLakeError) as e:

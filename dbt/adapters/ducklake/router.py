@@ -334,7 +334,7 @@ def route(sql: str) -> Statement:
     return change if change is not None else Passthrough(sql, refs)
 
 
-def _temp_view(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) -> TempView | None:
+def _temp_view(sql: str, tree: exp.Expr, refs: frozenset[tuple[str, str]]) -> TempView | None:
     """A plain CREATE [OR REPLACE] TEMPORARY VIEW name AS query (no column list, no options), else None."""
     if not isinstance(tree, exp.Create) or (tree.args.get("kind") or "").upper() != "VIEW":
         return None
@@ -357,13 +357,13 @@ def _first_words(sql: str) -> list[str]:
     return [t.text.lower() for t in toks[:2]]
 
 
-def _refs(tree: exp.Expression, skip: exp.Expression | None = None) -> frozenset[tuple[str, str]]:
+def _refs(tree: exp.Expr, skip: exp.Expr | None = None) -> frozenset[tuple[str, str]]:
     # a bare name is ("", name): it means the profile's schema, if the lake has it there (see LakeNames.refresh)
     return frozenset(((t.db or "").lower(), t.name.lower()) for t in tree.find_all(exp.Table)
                      if t.name and t is not skip)
 
 
-def written_target(tree: exp.Expression) -> exp.Expression | None:
+def written_target(tree: exp.Expr) -> exp.Expr | None:
     """The table node a statement writes (INSERT, DELETE, UPDATE, MERGE, CREATE): not a read. The Spark layer reads
     a DML target through its own scan, so its Spark view need not be brought up to date (a CREATE VIEW analysis);
     a read of it elsewhere in the statement is another node and still counts."""
@@ -375,7 +375,7 @@ def written_target(tree: exp.Expression) -> exp.Expression | None:
     return None
 
 
-def _target(node: exp.Expression | None) -> tuple[str | None, str | None]:
+def _target(node: exp.Expr | None) -> tuple[str | None, str | None]:
     while isinstance(node, exp.Schema):
         node = node.this
     if isinstance(node, exp.Table):
@@ -383,7 +383,7 @@ def _target(node: exp.Expression | None) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _schema_name(node: exp.Expression | None) -> str:
+def _schema_name(node: exp.Expr | None) -> str:
     if isinstance(node, exp.Table):
         return node.db or node.name
     return node.name if node is not None else ""
@@ -393,7 +393,7 @@ _STRING_TYPES = {exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR, exp.DataType
                  exp.DataType.Type.NVARCHAR, exp.DataType.Type.NCHAR}
 
 
-def _type_sql(kind: exp.Expression | None) -> str | None:
+def _type_sql(kind: exp.Expr | None) -> str | None:
     """A column type as Spark's schema parser takes it: DuckLake strings have no length and Spark schemas refuse
     CHAR/VARCHAR, so those are STRING."""
     if kind is None:
@@ -411,8 +411,12 @@ def _column_ddl(c: exp.ColumnDef) -> str:
     return f"{c.this.sql(dialect='spark')} {_type_sql(c.args.get('kind'))}"
 
 
-def _spark(node: exp.Expression | None) -> str | None:
-    return None if node is None else node.sql(dialect="spark")
+def _spark(node: exp.Expr | None) -> str | None:
+    return None if node is None else _sql(node)
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect="spark")
 
 
 def _query_text(sql: str, start_after: int, kinds: tuple[TokenType, ...]) -> str | None:
@@ -494,7 +498,7 @@ def _properties(tree: exp.Create) -> tuple[tuple[str, ...], str | None, bool, tu
     return parts, comment, temporary, types
 
 
-def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) -> Change | None:
+def _change(sql: str, tree: exp.Expr, refs: frozenset[tuple[str, str]]) -> Change | None:
     if isinstance(tree, exp.Create):
         return _create(sql, tree, refs)
     if isinstance(tree, exp.Drop):
@@ -541,9 +545,7 @@ def _change(sql: str, tree: exp.Expression, refs: frozenset[tuple[str, str]]) ->
         schema, name = _target(tree.this)
         if not schema or not name:
             return None
-        sets = {}
-        for eq in tree.expressions:
-            sets[eq.this.name] = _spark(eq.expression)
+        sets = {eq.this.name: _sql(eq.expression) for eq in tree.expressions}
         where = tree.args.get("where")
         return Update(schema=schema, name=name, assignments=sets, condition=_spark(where.this) if where else None,
                       refs=refs)
@@ -633,7 +635,7 @@ def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Merge:
         then = w.args.get("then")
         if isinstance(then, exp.Update):
             sets = None if not then.expressions or isinstance(then.expressions[0], exp.Star) else {
-                eq.this.name: _spark(eq.expression) for eq in then.expressions}
+                eq.this.name: _sql(eq.expression) for eq in then.expressions}
             clauses.append(MergeClause(when, "update", cond, sets))
         elif isinstance(then, exp.Insert):
             cols = tuple(c.name for c in then.this.expressions) if isinstance(then.this, exp.Tuple) else ()
@@ -641,7 +643,7 @@ def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Merge:
                 then.expression, exp.Tuple) else ()
             clauses.append(MergeClause(when, "insert", cond, None, cols, vals))
         elif isinstance(then, exp.Var) and then.name.upper() == "DELETE" or (
-                isinstance(then, exp.Expression) and then.sql().upper() == "DELETE"):
+                isinstance(then, exp.Expr) and then.sql().upper() == "DELETE"):
             clauses.append(MergeClause(when, "delete", cond))
         elif isinstance(then, exp.Star) or (then is not None and then.sql().upper().startswith("INSERT")):
             clauses.append(MergeClause(when, "insert", cond))
@@ -651,7 +653,7 @@ def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Merge:
                  refs=refs)
 
 
-def _requalify(tree: exp.Expression, names: set[str], to: str) -> None:
+def _requalify(tree: exp.Expr, names: set[str], to: str) -> None:
     """Columns qualified by the DML target's alias or name are rendered as `to`.col (the Spark layer reads the
     target as `t`); a column qualified by schema.table loses the schema."""
     for col in list(tree.find_all(exp.Column)):
@@ -702,7 +704,7 @@ def _alter(tree: exp.Alter) -> Change | None:
     return None
 
 
-def _several(tree: exp.Alter, kind: str, schema: str, name: str, actions: list[exp.Expression]) -> Alter:
+def _several(tree: exp.Alter, kind: str, schema: str, name: str, actions: list[exp.Expr]) -> Alter:
     """An ALTER with several actions (ADD COLUMN a, DROP COLUMN b, ...): each action routed as its own ALTER, applied
     in order in one unit of work.
 

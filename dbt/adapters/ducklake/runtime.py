@@ -157,7 +157,7 @@ def _start_embedded(creds: DuckLakeCredentials, key: tuple, server: LocalServer 
         return (future.result() if future is not None else _spark(creds, server))[0]
 
 
-def _cancel_on_interrupt(spark: LazySession) -> None:
+def _cancel_on_interrupt(spark: LazySession | SparkSession) -> None:
     """As PySpark does when a session starts in the main thread: Ctrl-C cancels the running Spark jobs (the lazy
     session may start in one of dbt's threads, where PySpark installs no handler)."""
     if threading.current_thread() is not threading.main_thread():
@@ -293,7 +293,15 @@ def _s3_secrets(creds: DuckLakeCredentials) -> dict[str, str]:
 
 def server_dir(creds: DuckLakeCredentials) -> str:
     """The directory of the warm local server for this profile (`master: local-server`)."""
-    return local_server.server_dir(_server_scope(creds), creds.server_master, spark_conf(creds))
+    return local_server.server_dir(_server_scope(creds), _server_master(creds), spark_conf(creds))
+
+
+def _server_master(creds: DuckLakeCredentials) -> str:
+    """The master the warm server runs (callers ask only for a profile that has one)."""
+    master = creds.server_master
+    if master is None:
+        raise SetupError(f"master {creds.master!r} starts no local server")
+    return master
 
 
 def _server_scope(creds: DuckLakeCredentials) -> str:
@@ -305,7 +313,7 @@ def _attach_server(creds: DuckLakeCredentials) -> LocalServer:
     from dbt.adapters.events.logging import AdapterLogger
 
     server = local_server.attach(_server_scope(creds), f"the lake {creds.catalog_display} ({creds.data_path})",
-                                 creds.server_master, spark_conf(creds), idle_timeout=creds.server_idle_timeout)
+                                 _server_master(creds), spark_conf(creds), idle_timeout=creds.server_idle_timeout)
     log = AdapterLogger("DuckLake")
     # a new daemon is worth a line on the terminal (`dbt debug` shows the server in any case)
     (log.info if server.fresh and _command() != "debug" else log.debug)(f"Spark: {server.describe()}")

@@ -526,8 +526,8 @@ def parse_value(type: str, s: str | None, *, form: str = "value") -> Any:
             micros, rest = divmod(ns, 1000)
             if rest or micros >= _US_PER_DAY:
                 raise ValueError("sub-microsecond precision or 24:00:00")
-            value = (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
-            return value.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset))) if t == "timetz" else value
+            clock = (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
+            return clock.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset))) if t == "timetz" else clock
     except (OverflowError, ValueError) as e:
         raise ValueError(f"{s!r} cannot be held by a Python {t} value: {e}") from e
     raise UnsupportedTypeError(f"values of type {t} have no text form here")

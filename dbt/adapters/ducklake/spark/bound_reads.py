@@ -28,7 +28,7 @@ Key = tuple[str, str]  # (schema, name), lower case
 _PLAIN_TABLE = frozenset({"this", "db", "alias"})  # `schema.name [alias]`: no time travel, sample, hint or catalog
 
 
-def parse(sql: str) -> exp.Expression | None:
+def parse(sql: str) -> exp.Expr | None:
     """The statement's tree (Spark dialect), None when sqlglot cannot parse it."""
     try:
         return sqlglot.parse_one(sql, read="spark")
@@ -36,7 +36,7 @@ def parse(sql: str) -> exp.Expression | None:
         return None
 
 
-def read_refs(tree: exp.Expression, written: exp.Expression | None = None) -> set[Key]:
+def read_refs(tree: exp.Expr, written: exp.Expr | None = None) -> set[Key]:
     """The qualified names the statement reads that a binding can replace (see `rebind`)."""
     return {_key(t) for t in _plain_tables(tree, written)}
 
@@ -45,7 +45,7 @@ def _key(t: exp.Table) -> Key:
     return (t.db.lower(), t.name.lower())
 
 
-def _plain_tables(tree: exp.Expression, written: exp.Expression | None) -> list[exp.Table]:
+def _plain_tables(tree: exp.Expr, written: exp.Expr | None) -> list[exp.Table]:
     # a column named schema.table.column refers to the table by its full name: renaming the table would break it
     if any(c.args.get("db") for c in tree.find_all(exp.Column)):
         return []
@@ -61,8 +61,8 @@ def _plain_tables(tree: exp.Expression, written: exp.Expression | None) -> list[
     return out
 
 
-def rebind(sql: str, relations: Mapping[Key, str], tree: exp.Expression | None = None,
-           written: Callable[[exp.Expression], exp.Expression | None] | None = None) -> str:
+def rebind(sql: str, relations: Mapping[Key, str], tree: exp.Expr | None = None,
+           written: Callable[[exp.Expr], exp.Expr | None] | None = None) -> str:
     """The statement with each plain qualified read of a name in `relations` replaced by its relation (aliased as the
     table's own name when it had no alias, so `name.column` still resolves); the target a statement writes
     (`written(tree)`) stays. The text outside the replaced names is kept as written."""

@@ -38,7 +38,7 @@ def changes_sql(spark: SparkSession, lake: DuckLake, schema: str, table: str, st
     """The Spark SQL of the change feed (see table_changes). Files are read through a manifest (see spark/manifest):
     the SQL does not grow with the number of files that changed; the deleted positions are a Parquet file of it."""
     plan = plan_changes(lake, schema, table, start, end)  # checks the files it reads
-    files = [c.data_file for c in (*plan.insertions, *plan.deletions)]
+    files = [*(c.data_file for c in plan.insertions), *(c.data_file for c in plan.deletions)]
     context = changes_context(plan.table.schema_name, plan.table.name, start, end)
     read_errors.note_files(plan.table.table_id, context, end, files)
     with reading_any(context, lambda: [data_file(f) for f in files]):  # footers read while planning

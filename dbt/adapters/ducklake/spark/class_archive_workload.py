@@ -30,7 +30,7 @@ def _workload(options: str, full: bool) -> None:
         finally:
             spark.stop()
             proc = SparkContext._gateway.proc if SparkContext._gateway is not None else None  # noqa: SLF001
-            SparkContext._gateway.shutdown()  # noqa: SLF001
+            SparkContext._gateway.shutdown()  # type: ignore[union-attr]  # noqa: SLF001
             if proc is not None:  # EOF on its stdin ends the gateway JVM; it writes the archive while exiting
                 proc.stdin.close()
                 proc.wait(timeout=BUILD_TIMEOUT)

@@ -282,7 +282,7 @@ def bounds_sql(relation: str, keys: list[tuple[str, str]], unique: Sequence[str]
     return f"SELECT count(*){aggs} FROM {relation} s"
 
 
-def _key_column(term: exp.Expression) -> str | None:
+def _key_column(term: exp.Expr) -> str | None:
     """The source column of an ON term t.<col> = s.<col> (either way round); None for any other term."""
     if not isinstance(term, exp.EQ):
         return None
@@ -356,9 +356,9 @@ def key_bounds(spark: SparkSession, relation: str, keys: list[tuple[str, str]], 
         if lo is None:  # no non-null key: an equality on it matches no target row
             parts.append(InValues(tc, ()))
         elif small:
-            values = [r[0] for r in spark.sql(f"SELECT DISTINCT CAST(s.{ident(sc)} AS STRING) FROM {relation} s "
+            listed = [r[0] for r in spark.sql(f"SELECT DISTINCT CAST(s.{ident(sc)} AS STRING) FROM {relation} s "
                                               f"WHERE s.{ident(sc)} IS NOT NULL").collect()]
-            parts.append(InValues(tc, tuple(values)))
+            parts.append(InValues(tc, tuple(listed)))
         else:
             parts.append(And((Compare(tc, ">=", lo), Compare(tc, "<=", hi))))
     return parts

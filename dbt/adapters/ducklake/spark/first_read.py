@@ -129,12 +129,12 @@ def _settle_lookup(spark: SparkSession) -> None:
         manager = getattr(getattr(jvm, "org.apache.spark.sql.execution.datasources.DataSourceManager$"), "MODULE$")
         if manager.dataSourceBuilders().isDefined():  # searched already
             return
-        env_path = jvm.java.lang.System.getenv("PYTHONPATH") or ""
+        env_path = jvm.java.lang.System.getenv("PYTHONPATH") or ""  # type: ignore[union-attr]
         paths = [*sys.path, *env_path.split(os.pathsep), *utils.sparkPythonPath().split(os.pathsep)]
         if not no_python_data_sources(paths):
             return
         empty = getattr(getattr(jvm, "scala.collection.immutable.Map$"), "MODULE$").empty()
-        getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))  # Scala's setter of the var
+        getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))  # type: ignore[union-attr]  # Scala's setter of the var
     except Exception:  # noqa: BLE001 - Spark searches itself, as without this
         _log.debug("Python data source lookup left to Spark", exc_info=True)
 
@@ -237,7 +237,7 @@ class _Reader(DataSourceReader):
         for path, sources, max_snapshot, size in partition.files:
             # a file damaged since the plan checked it fails the task naming it (pyarrow's errors may not)
             listed = [ListedFile(path, size)] + ([ListedFile(sources[0], None, DELETE_FILE)] if sources[0] else [])
-            with reading_any(self.context, lambda listed=listed: listed):
+            with reading_any(self.context, lambda listed=listed: listed):  # type: ignore[misc]
                 deleted = positions_of(sources, self.snapshot_id)
                 rows = read_data_file(path, self.columns, deleted_positions=deleted, max_snapshot=max_snapshot)
             if rows.num_rows:

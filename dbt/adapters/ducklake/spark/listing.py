@@ -48,7 +48,7 @@ from pyspark.sql import types as T
 from ..lake import paths
 from ..lake.read.deletes import POS_FIELD_ID, ROW_ID_COLUMN, SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID, read_delete_arrays
 from ..lake.read.scan import FileScanTask
-from ..lake.records import Column, TableInfo
+from ..lake.records import Column, DeleteFile, TableInfo
 from . import first_read, manifest, s3a
 from .cache_dir import cache_root
 from .manifest import FILE, POS, RID
@@ -135,7 +135,9 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     order = sorted(groups, key=lambda p: (sorted(p[0]), p[1]))
     logs = {f"g{i}": [(uri(t.data_file.path), t.data_file.file_size_bytes) for t in groups[p]]
             for i, p in enumerate(order)}
-    spark_read, driver_read, inlined = [], [], []
+    spark_read: list[tuple[str, DeleteFile]] = []
+    driver_read: list[tuple[str, DeleteFile]] = []
+    inlined = []
     for t in tasks:
         f = t.data_file
         d = f.delete_file
@@ -149,7 +151,7 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     delmap_pairs = [(uri(d.path), uri(p)) for p, d in spark_read]
     if spark_read:
         pairs = delmap_pairs
-        small.append(("delmap.parquet", repr(pairs), lambda: pa.table(list(zip(*pairs, strict=True)) or [[], []],
+        small.append(("delmap.parquet", repr(pairs), lambda: pa.table(list(zip(*pairs, strict=True)) or [(), ()],
                                                                       schema=_DELETE_MAP_SCHEMA)))
     if driver_read or inlined:
         key = repr((sorted((d.delete_file_id, d.path) for _p, d in driver_read), sorted(inlined)))

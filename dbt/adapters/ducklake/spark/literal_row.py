@@ -57,7 +57,7 @@ def literal_row(select: exp.Select) -> LiteralRow | None:
     return LiteralRow(columns, tuple(values))
 
 
-def _evaluate(node: exp.Expression) -> tuple[str, object]:
+def _evaluate(node: exp.Expr) -> tuple[str, object]:
     """(Spark type name, value) of an expression of the grammar; _NotEvaluated for anything else."""
     if isinstance(node, exp.Paren):
         return _evaluate(node.this)

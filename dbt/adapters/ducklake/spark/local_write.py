@@ -63,7 +63,7 @@ def arrow_type(dt: T.DataType) -> pa.DataType | None:
     """The Arrow type the driver writes a Spark type's collected values as (None: Spark writes them)."""
     if isinstance(dt, T.DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
-    return _ARROW.get(type(dt))
+    return _ARROW.get(type(dt))  # type: ignore[arg-type]  # any type not among the keys: None
 
 
 def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
@@ -113,7 +113,8 @@ def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa
                  ) -> list[DataFileSpec] | None:
     """A small result (see the module) collected as Arrow (zoned timestamps as UTC instants) and written by the
     driver; None when Spark estimates it larger or it has more rows than that."""
-    if estimated_bytes(df) > SMALL_RESULT_BYTES:  # type: ignore[operator] - classic sessions only
+    size = estimated_bytes(df)
+    if size is None or size > SMALL_RESULT_BYTES:
         return None
     got = df.limit(SMALL_RESULT_ROWS + 1).toArrow()  # the limit bounds what a wrong estimate costs the driver
     if got.num_rows > SMALL_RESULT_ROWS:

@@ -506,12 +506,12 @@ def _listing_conf_locked(spark: SparkSession) -> Iterator[None]:
     try:
         yield
     finally:
-        for k, v in before.items():
+        for k, old in before.items():
             with contextlib.suppress(Exception):
-                if v is None:
+                if old is None:
                     spark.conf.unset(k)
                 else:
-                    spark.conf.set(k, v)
+                    spark.conf.set(k, old)
 
 
 def file_id_sql(ref: str = "_metadata.file_name") -> str:

@@ -18,7 +18,7 @@ from ..lake.records import Column
 from ..lake.types import INT_RANGES, parse_type
 
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_OPS: dict[type[exp.Expression], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+_OPS: dict[type[exp.Expr], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
                                          exp.GTE: ">="}
 _TEXT_TYPES = frozenset({"varchar", "json"})
 _TEMPORAL = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"})
@@ -47,13 +47,13 @@ def to_predicate(condition: str | None, columns: Sequence[Column], qualifiers: S
     return _Translator({c.name.lower(): c for c in columns}, quals).translate(tree)
 
 
-def conjuncts(condition: str) -> list[exp.Expression]:
+def conjuncts(condition: str) -> list[exp.Expr]:
     """The top-level AND terms of a condition (one term when it is not an AND)."""
     tree = sqlglot.parse_one(condition, read="spark")
     return list(tree.flatten()) if isinstance(tree, exp.And) else [unparen(tree)]
 
 
-def column_ref(node: exp.Expression) -> tuple[str | None, str] | None:
+def column_ref(node: exp.Expr) -> tuple[str | None, str] | None:
     """(qualifier, column name) when the node is a column reference."""
     node = unparen(node)
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
@@ -61,7 +61,7 @@ def column_ref(node: exp.Expression) -> tuple[str | None, str] | None:
     return None
 
 
-def unparen(node: exp.Expression) -> exp.Expression:
+def unparen(node: exp.Expr) -> exp.Expr:
     while isinstance(node, exp.Paren):
         node = node.this
     return node
@@ -72,7 +72,7 @@ class _Translator:
         self.columns = columns
         self.qualifiers = qualifiers
 
-    def translate(self, node: exp.Expression) -> Predicate | None:
+    def translate(self, node: exp.Expr) -> Predicate | None:
         node = unparen(node)
         if isinstance(node, exp.And):
             parts = [p for p in (self.translate(x) for x in node.flatten()) if p is not None]
@@ -105,7 +105,7 @@ class _Translator:
             return InValues(col.name, tuple(v for v in values if v is not None))
         return None
 
-    def _compare(self, left: exp.Expression, op: str, right: exp.Expression) -> Predicate | None:
+    def _compare(self, left: exp.Expr, op: str, right: exp.Expr) -> Predicate | None:
         col = self._column(left)
         if col is None:
             col, op, right = self._column(right), _FLIP[op], left
@@ -114,7 +114,7 @@ class _Translator:
         value = self._value(col, right)
         return None if value is None else Compare(col.name, op, value)
 
-    def _column(self, node: exp.Expression) -> Column | None:
+    def _column(self, node: exp.Expr) -> Column | None:
         ref = column_ref(node)
         if ref is None:
             return None
@@ -123,7 +123,7 @@ class _Translator:
             return None
         return self.columns.get(name.lower())
 
-    def _value(self, col: Column | None, node: exp.Expression | None) -> str | None:
+    def _value(self, col: Column | None, node: exp.Expr | None) -> str | None:
         """The literal's text, when comparing it with the column compares values of the column's own type."""
         if col is None or node is None:
             return None
@@ -154,7 +154,7 @@ class _Translator:
         return f"-{text}" if negative else text
 
 
-def _exact_numeric_cast(node: exp.Expression, t: str) -> str | None:
+def _exact_numeric_cast(node: exp.Expr, t: str) -> str | None:
     """The text of a number literal cast to a numeric type without changing its value, for a column of numeric
     type t; None for anything else. Spark's analysis writes `id >= CAST(120 AS BIGINT)` for `id >= 120` (a filter
     of a DataFrame comes here as analyzed SQL), and a cast that rounds (CAST(1.5 AS INT)) must not be read as 1.5."""

@@ -56,7 +56,7 @@ def _between_as_operator(sql: str) -> str | None:
     except (ParseError, TokenError, ValueError):
         return None
 
-    def operator(node: exp.Expression) -> exp.Expression:
+    def operator(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Anonymous) and node.name.lower() == _BETWEEN and len(node.expressions) == 3:
             x, low, high = node.expressions
             return exp.paren(exp.Between(this=x, low=low, high=high))

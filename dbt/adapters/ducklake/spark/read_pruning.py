@@ -169,7 +169,7 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
     return out
 
 
-def _count_from_catalog(state: LakeState, tree: exp.Expression) -> tuple[str, set[tuple[str, str]]] | None:
+def _count_from_catalog(state: LakeState, tree: exp.Expr) -> tuple[str, set[tuple[str, str]]] | None:
     """`SELECT count(*) FROM schema.table` answered from the catalog, as DuckDB answers it: live files' record counts
     minus their deleted rows plus inlined rows (`lake.scan.row_count`), exact unless a partial file reaches beyond the
     snapshot. Any other shape (a WHERE, a GROUP BY, a join, DISTINCT, another expression) is left to Spark."""
@@ -184,7 +184,7 @@ def _count_from_catalog(state: LakeState, tree: exp.Expression) -> tuple[str, se
         return None
     table = _plain_table(state, tree.args["from_"].this)
     literal = _count_literal(state, table) if table is not None else None
-    if literal is None:
+    if table is None or literal is None:
         return None
     name = ident(alias) if alias else "`count(1)`"  # Spark's name for an unaliased count(*)
     return f"SELECT {literal} AS {name}{ONE_ROW}", {(table.schema_name.lower(), table.name.lower())}
@@ -198,14 +198,14 @@ def _count_literal(state: LakeState, table: TableInfo) -> str | None:
     return f"CAST({row_count(state, table)} AS BIGINT)"
 
 
-def _start(node: exp.Expression) -> int:
+def _start(node: exp.Expr) -> int:
     starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
     return min(starts) if starts else -1
 
 
 def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[Token], select: exp.Select,
                   ctes: set[str], out: PrunedQuery, refresh: Refresh, inline: bool, empty: set[int],
-                  also: tuple[exp.Expression, str] | None = None, owner: exp.Select | None = None
+                  also: tuple[exp.Expr, str] | None = None, owner: exp.Select | None = None
                   ) -> list[tuple[int, int, str]]:
     """Edits reading the SELECT's lake table from the files its WHERE can match. also: a condition on the SELECT's
     rows applied by owner, the SELECT whose derived table it is (a `SELECT *`), as (condition, the derived table's
@@ -237,7 +237,7 @@ def _prune_select(spark: SparkSession, state: LakeState, sql: str, tokens: list[
                 continue
             span = _paren_span(tokens, sub)
             value = _scalar(spark, state, sql, span, sub, ctes, col, refresh) if span else None
-            if value is None:
+            if span is None or value is None:
                 continue
             literal_sql, text = value
             edits.append((span[0], span[1], f"({literal_sql})"))
@@ -269,8 +269,8 @@ _NOT_A_COLUMN = "__ducklake_not_a_column"  # a name no table has: conditions on 
 _VIEW_DEPTH = 16  # views of views: dbt's staging and intermediate layers
 
 
-def _prove_empty_through_views(state: LakeState, tnode: exp.Expression, where: exp.Where | None,
-                               also: tuple[exp.Expression, str] | None, owner: exp.Select, empty: set[int]) -> None:
+def _prove_empty_through_views(state: LakeState, tnode: exp.Expr, where: exp.Where | None,
+                               also: tuple[exp.Expr, str] | None, owner: exp.Select, empty: set[int]) -> None:
     """Put owner into empty when its FROM item is a lake view that projects plain columns of one lake table
     (through nested views too, each maybe filtered) and no file of that table can hold a row meeting the views'
     conditions and these (dbt's data tests of view models): the read itself stays as written."""
@@ -318,7 +318,7 @@ def _no_inlined_match(state: LakeState, table: TableInfo, predicate: Predicate) 
     return all(none(predicate, rows) for rows in read_inlined(state, table, with_rowid=False) if len(rows))
 
 
-def _projection_of(state: LakeState, tnode: exp.Expression, depth: int
+def _projection_of(state: LakeState, tnode: exp.Expr, depth: int
                    ) -> tuple[TableInfo, dict[str, str], list[Predicate]] | None:
     """(the lake table, the relation's column names (lower) -> the table's columns, conditions on the table's
     columns its rows meet) when the FROM item is a lake table, or a lake view `SELECT <columns [AS name]> | *
@@ -362,10 +362,10 @@ def _projection_of(state: LakeState, tnode: exp.Expression, depth: int
     return table, out, known
 
 
-def _renamed(condition: exp.Expression, qualifier: str, names: dict[str, str]) -> exp.Expression:
+def _renamed(condition: exp.Expr, qualifier: str, names: dict[str, str]) -> exp.Expr:
     """The condition with the relation's column references (bare or by qualifier) as the table's unqualified
     column names; a name the relation lacks, or another relation's column, becomes one no table has."""
-    def rename(node: exp.Expression) -> exp.Expression:
+    def rename(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
             q = node.table
             mine = (not q or q.lower() == qualifier.lower()) and not node.args.get("db")
@@ -405,7 +405,7 @@ _LITERAL_NODES = (exp.Alias, exp.Identifier, exp.Literal, exp.Boolean, exp.Null,
                   exp.Predicate, exp.Connector, exp.Not, exp.Neg, exp.Binary, exp.Case, exp.If, exp.Coalesce)
 
 
-def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int | None]) -> exp.Select | None:
+def _aggregate_answer(tree: exp.Expr, rows: Callable[[exp.Expr], int | None]) -> exp.Select | None:
     """`SELECT <counts> FROM (<query>) alias` answered as its one row when rows(query) knows how many rows the query
     yields (0 when proven empty; see the module): every select item aliased, made of count(...) and literals only
     (dbt's `count(*) != 0 as should_warn`), count(*) then being that number (any count, when it is 0). None for any
@@ -435,16 +435,16 @@ def _aggregate_answer(tree: exp.Expression, rows: Callable[[exp.Expression], int
         return None
 
 
-def _counted(state: LakeState, query: exp.Expression) -> int | None:
+def _counted(state: LakeState, query: exp.Expr) -> int | None:
     """How many rows the query yields, counted on the driver over small lake tables (spark/small_counts.py)."""
-    def resolve(tnode: exp.Expression) -> tuple[TableInfo, dict[str, str]] | None:
+    def resolve(tnode: exp.Expr) -> tuple[TableInfo, dict[str, str]] | None:
         found = _projection_of(state, tnode, 0)
         return (found[0], found[1]) if found is not None and not found[2] else None  # a view's WHERE: not its table
 
     return count_rows(state, query, resolve)
 
 
-def _column(node: exp.Expression, columns: dict[str, Column], qualifier: str) -> Column | None:
+def _column(node: exp.Expr, columns: dict[str, Column], qualifier: str) -> Column | None:
     ref = column_ref(node)
     if ref is None or (ref[0] is not None and ref[0].lower() != qualifier.lower()):
         return None
@@ -532,7 +532,7 @@ def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -
     return None if found is None or found[1] is None else (found[0], found[1])
 
 
-def _plain_table(state: LakeState, tnode: exp.Expression) -> TableInfo | None:
+def _plain_table(state: LakeState, tnode: exp.Expr) -> TableInfo | None:
     """The lake table a FROM item names plainly (`schema.table [alias]`: no time travel, sample or hints)."""
     if not isinstance(tnode, exp.Table) or not tnode.db or tnode.catalog or set(
             k for k, v in tnode.args.items() if v) - _TABLE_ARGS:
@@ -586,7 +586,7 @@ def _extreme(state: LakeState, table: TableInfo, col: Column, is_max: bool) -> t
         return None
 
 
-def _answered_select(state: LakeState, sel: exp.Expression) -> str | None:
+def _answered_select(state: LakeState, sel: exp.Expr) -> str | None:
     """A `SELECT <aggregates> FROM schema.table` answered from the catalog, as the text of a FROM-less SELECT of
     literals (one row, as an aggregate without GROUP BY gives): every column it names must sit in a max/min that
     `_extreme` proves, or be count(*); around them any expression of literals (dbt's `coalesce(max(id), -1)`).
@@ -629,7 +629,7 @@ def _answered_select(state: LakeState, sel: exp.Expression) -> str | None:
     return exp.select(*out).sql(dialect="spark")
 
 
-def _answered_subqueries(state: LakeState, tree: exp.Expression, tokens: list[Token],
+def _answered_subqueries(state: LakeState, tree: exp.Expr, tokens: list[Token],
                          edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """Scalar subqueries of the statement that the catalog answers (`_answered_select`), replaced by their literal
     SELECT: Spark then reads nothing of the table for them (dbt's incremental filter over a table of many files)."""

@@ -268,7 +268,7 @@ def _copy(spark: SparkSession, base: str, files: list[tuple[str, int, pa.Schema]
     # the catalog's s3:// is s3a:// to Spark (Hadoop's s3:// scheme is not the S3 connector)
     raw = spark.read.format("binaryFile").load([s3a.to_spark(p) for p in paths]).select(
         "content", F.element_at(names, F.element_at(F.split("path", "/"), -1)).alias(COPY))
-    rows = raw.mapInArrow(decoder(schema, geometry), spark_schema(schema))
+    rows = raw.mapInArrow(decoder(schema, geometry), spark_schema(schema))  # type: ignore[arg-type]
     # sorted by (file, position), a total order: each file's rows reach its one output file in order
     job = join_path(base, f"s{uuid.uuid4().hex}")
     rows.sortWithinPartitions(COPY, POS_COLUMN).write.partitionBy(COPY).parquet(job)

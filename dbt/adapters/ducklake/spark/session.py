@@ -139,9 +139,9 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
             spark_conf.set(key, str(conf[key]))
     proc, port, secret = _launch_driver(spark_conf, log_file)
     gateway = _join_gateway(port, secret, spark_conf)
-    gateway.proc = proc  # its stdin pipe: the driver exits when this process ends (EOF)
+    gateway.proc = proc  # type: ignore[attr-defined]  # its stdin pipe: the driver exits when this process ends (EOF)
     SparkContext._gateway = gateway
-    SparkContext._jvm = gateway.jvm
+    SparkContext._jvm = gateway.jvm  # type: ignore[attr-defined]
 
 
 _LAUNCH_ENV_LOCK = threading.Lock()
@@ -211,7 +211,7 @@ def gateway_session(port: int, secret: str, conf: Mapping[str, str] | None = Non
     _check_required(conf or {})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run what this process names
     gateway = _join_gateway(port, secret, SparkConf(loadDefaults=False))
-    jvm = gateway.jvm
+    jvm = gateway.jvm  # type: ignore[attr-defined]
     session_class = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
     root = session_class.builder().getOrCreate()  # synchronized in the JVM: one root for all processes
     jsc = jvm.org.apache.spark.api.java.JavaSparkContext(root.sparkContext())
@@ -234,7 +234,7 @@ def leave_gateway(spark: SparkSession) -> None:
     server = getattr(sc, "_accumulatorServer", None)
     if server is not None:
         server.shutdown()
-        sc._accumulatorServer = None
+        sc._accumulatorServer = None  # type: ignore[assignment]
     sc._jsc = None  # a later stop() of this process must not stop the shared context
     gateway = SparkContext._gateway
     if gateway is not None:
@@ -346,9 +346,9 @@ def ensure_database(spark: SparkSession | LazySession, name: str) -> None:
     from .sql_literals import ident
 
     with contextlib.suppress(Exception):  # a name the lookup cannot parse: the statement decides
-        if spark.catalog.databaseExists(name):
+        if spark.catalog.databaseExists(name):  # type: ignore[attr-defined]
             return
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(name)}")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(name)}")  # type: ignore[operator]
 
 
 def session_of(spark: SparkSession | LazySession) -> SparkSession:

@@ -43,10 +43,10 @@ _INTEGERS = frozenset(t for t in INT_RANGES if t not in ("int128", "uint128", "u
 _EQUAL_AS_SPARK = _INTEGERS | {"varchar", "date", "boolean", "timestamp", "timestamptz"}  # decimal(p,s) too
 
 # a FROM item -> (the lake table it reads, its column names (lower) -> the table's column names), or None
-Resolve = Callable[[exp.Expression], "tuple[TableInfo, dict[str, str]] | None"]
+Resolve = Callable[[exp.Expr], "tuple[TableInfo, dict[str, str]] | None"]
 
 
-def count_rows(state: LakeState, query: exp.Expression, resolve: Resolve) -> int | None:
+def count_rows(state: LakeState, query: exp.Expr, resolve: Resolve) -> int | None:
     """How many rows the query yields at the state's snapshot, for the shapes of the module; None for any other."""
     if not isinstance(query, exp.Select):
         return None
@@ -57,11 +57,11 @@ def count_rows(state: LakeState, query: exp.Expression, resolve: Resolve) -> int
     return None
 
 
-def _args(node: exp.Expression) -> set[str]:
+def _args(node: exp.Expr) -> set[str]:
     return {k for k, v in node.args.items() if v}
 
 
-def _star_count(node: exp.Expression) -> bool:
+def _star_count(node: exp.Expr) -> bool:
     node = node.this if isinstance(node, exp.Alias) else node
     return isinstance(node, exp.Count) and isinstance(node.this, exp.Star) and node.args.get("big_int") is not False
 
@@ -69,12 +69,14 @@ def _star_count(node: exp.Expression) -> bool:
 class _Relation:
     """A FROM item read as a lake table: its column references resolved to the table's columns."""
 
-    def __init__(self, state: LakeState, tnode: exp.Expression, resolve: Resolve) -> None:
+    def __init__(self, state: LakeState, tnode: exp.Expr, resolve: Resolve) -> None:
         found = resolve(tnode)
         self.state, self.qualifier = state, tnode.alias_or_name.lower()
+        self.table: TableInfo | None
+        self.names: dict[str, str]
         self.table, self.names = found if found is not None else (None, {})
 
-    def column(self, node: exp.Expression) -> Column | None:
+    def column(self, node: exp.Expr) -> Column | None:
         """The table's column a plain reference (`c` or `<qualifier>.c`) names."""
         if self.table is None or not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
             return None
@@ -96,7 +98,7 @@ def _from(query: exp.Select, state: LakeState, resolve: Resolve) -> _Relation | 
     return rel if rel.table is not None else None
 
 
-def _not_null_of(where: exp.Expression | None, rel: _Relation, col: Column) -> bool | None:
+def _not_null_of(where: exp.Expr | None, rel: _Relation, col: Column) -> bool | None:
     """Whether the WHERE keeps the non-NULL values of col (True) or everything (no WHERE: False); None otherwise."""
     if where is None:
         return False
@@ -206,7 +208,7 @@ def _orphans(state: LakeState, query: exp.Select, resolve: Resolve) -> int | Non
     (crel, ccol, cname), (prel, pcol, pname) = from_field, to_field
     lq, rq = left.alias_or_name.lower(), right.alias_or_name.lower()
 
-    def ref(node: exp.Expression) -> tuple[str, str] | None:
+    def ref(node: exp.Expr) -> tuple[str, str] | None:
         if not isinstance(node, exp.Column) or node.args.get("db") or not node.table:
             return None
         return node.table.lower(), node.name.lower()
@@ -242,7 +244,9 @@ def _single_column(query: exp.Select, state: LakeState, resolve: Resolve
         return None
     rel = _from(query, state, resolve)
     e = query.expressions[0]
-    col = rel.column(e.this if isinstance(e, exp.Alias) else e) if rel is not None else None
+    if rel is None:
+        return None
+    col = rel.column(e.this if isinstance(e, exp.Alias) else e)
     return (rel, col, e.alias_or_name.lower()) if col is not None else None
 
 
@@ -266,7 +270,7 @@ def _equal_as_spark(col: Column) -> bool:
     return col.type in _EQUAL_AS_SPARK or col.type.startswith("decimal(")
 
 
-def _integer(node: exp.Expression) -> int | None:
+def _integer(node: exp.Expr) -> int | None:
     if isinstance(node, exp.Neg):
         inner = _integer(node.this)
         return -inner if inner is not None else None
@@ -278,7 +282,7 @@ def _integer(node: exp.Expression) -> int | None:
 _NOT_LITERAL = object()
 
 
-def _literal(node: exp.Expression, col: Column) -> Any:
+def _literal(node: exp.Expr, col: Column) -> Any:
     """The Python value of a literal of the column's own kind (None for NULL); _NOT_LITERAL for anything Spark would
     cast or unescape."""
     if isinstance(node, exp.Null):

@@ -96,8 +96,8 @@ def _literal(value: Any, t: T.DataType) -> str:
     if isinstance(t, T.DateType):
         return f"DATE'{value.isoformat()}'"
     if isinstance(t, T.TimestampNTZType):
-        v = value.replace(tzinfo=None) if isinstance(value, dt.datetime) else value
-        return f"TIMESTAMP_NTZ'{v.isoformat(sep=' ')}'"
+        v = value.replace(tzinfo=None) if isinstance(value, dt.datetime) else value  # type: ignore[assignment]
+        return f"TIMESTAMP_NTZ'{v.isoformat(sep=' ')}'"  # type: ignore[attr-defined]
     if isinstance(t, T.TimestampType):
         v = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
         return f"TIMESTAMP'{v.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(sep=' ')}+00:00'"

@@ -51,6 +51,7 @@ def _clock_text(type_: str, value: Any) -> str:
         text = format_value("time", moment.time())
     else:
         text = format_value("time_ns" if type_ == "time_ns" else "time", int(value))
+    assert text is not None  # None only for a NULL value
     return text + "+00" if type_ == "timetz" else text
 
 

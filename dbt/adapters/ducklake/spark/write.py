@@ -594,7 +594,7 @@ def _move(spec: DataFileSpec, table: TableInfo, keys: list[_Key], table_dir: str
         label = key.column.name if key.transform == "identity" else key.transform.split("(")[0]
         text = NULL_PARTITION_DIR if value is None else quote(value, safe="")
         if len(text) > 120:  # readers ignore names; keep path components short
-            text = text[:100] + "~" + format(zlib.crc32(value.encode()), "08x")
+            text = text[:100] + "~" + format(zlib.crc32(str(value).encode()), "08x")
         parts.append(f"{quote(label, safe='')}={text}")
     directory = join_path(as_dir(table_dir), "/".join(parts)) if parts else table_dir
     target = join_path(directory, data_file_name())

@@ -239,7 +239,8 @@ def delete_orphaned_files(
     def in_table_dir(path: str) -> bool:
         return any(path == d or path.startswith(d + "/") for d in table_dirs)
 
-    found, foreign = [], []
+    found: list[str] = []
+    foreign: list[str] = []
     staging: dict[str, dt.datetime] = {}  # a killed writer's staging directory -> its newest file's time
     for info in fio.list(lake.data_path):  # one recursive listing (S3: no directories to walk)
         path = norm(info.path)

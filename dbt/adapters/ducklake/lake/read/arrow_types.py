@@ -93,7 +93,7 @@ def _uuid_bytes(v: object, t: pa.DataType) -> object:
         return v.bytes if isinstance(v, uuid.UUID) else uuid.UUID(v).bytes if isinstance(v, str) else v
     if pa.types.is_map(t):
         pairs = v.items() if isinstance(v, dict) else v
-        return [(_uuid_bytes(k, t.key_type), _uuid_bytes(x, t.item_type)) for k, x in pairs]  # type: ignore[union-attr]
+        return [(_uuid_bytes(k, t.key_type), _uuid_bytes(x, t.item_type)) for k, x in pairs]  # type: ignore[union-attr,attr-defined]
     if pa.types.is_list(t):
         return [_uuid_bytes(x, t.value_type) for x in v]  # type: ignore[attr-defined]
     if pa.types.is_struct(t):
@@ -103,7 +103,7 @@ def _uuid_bytes(v: object, t: pa.DataType) -> object:
 
 def _parquet_interval(arr: pa.Array) -> pa.Array:
     """Parquet INTERVAL (months, days, milliseconds as little-endian uint32) to Arrow month_day_nano."""
-    out = []
+    out: list[pa.MonthDayNano | None] = []
     for v in arr.to_pylist():
         if v is None:
             out.append(None)
@@ -124,7 +124,7 @@ def interval_from_text(arr: pa.Array) -> pa.Array:
     Raises:
         ValueError: text of another form.
     """
-    out = []
+    out: list[pa.MonthDayNano | None] = []
     for v in arr.to_pylist():
         if v is None:
             out.append(None)

@@ -78,7 +78,8 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
     context = changes_context(info.schema_name, info.name, start, end)
     verify(context, [ListedFile(f.delete_file.path, f.delete_file.file_size_bytes, DELETE_FILE)
                      for f, _ in files if f.delete_file is not None])
-    insertions, deletions = [], []
+    insertions: list[FileInsertions] = []
+    deletions: list[FileDeletions] = []
     from_files: dict[int, tuple[dict[int, int], bool]] = {}  # data file id -> (position -> snapshot, plain file)
     for f, _ in files:
         if f.delete_file is not None:
@@ -111,7 +112,7 @@ def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) 
             at_insert = frozenset(p for p in plain if p in in_range)
             deletions.append(FileDeletions(f, tuple(sorted(in_range.items())), at_insert))
     # the data files whose rows are read (a file listed both ways is checked once)
-    verify(context, [data_file(c.data_file) for c in (*insertions, *deletions)])
+    verify(context, [data_file(f) for f in [*(c.data_file for c in insertions), *(c.data_file for c in deletions)]])
     return TableChanges(info, start, end, tuple(insertions), tuple(deletions), tuple(inlined_ins), tuple(inlined_del))
 
 

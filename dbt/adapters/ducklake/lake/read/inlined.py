@@ -113,7 +113,7 @@ def _to_arrow(values: Any, src: Column, target: pa.DataType) -> pa.Array:
     if src.type == "timetz":
         return cast_to(pa.array([None if v is None else _utc_time(str(v)) for v in values], pa.time64("us")), target)
     if src.type in ("varchar", "json"):
-        values = [v.decode("utf-8") if isinstance(v, bytes | memoryview) else v for v in values]
+        values = [v.decode("utf-8") if isinstance(v, bytes | memoryview) else v for v in values]  # type: ignore[union-attr]
         return cast_to(pa.array(values, pa.string()), target)
     if src.type == "blob":
         return cast_to(pa.array([bytes(v) if isinstance(v, memoryview) else v for v in values], pa.binary()), target)

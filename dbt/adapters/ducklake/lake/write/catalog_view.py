@@ -157,10 +157,6 @@ class ColumnIdReader:
         self.db = db
         self._known: dict[int, int] = {}  # one answer per table for the whole transaction (its replays too)
 
-    def option(self, name: str, table_id: int | None = None, schema_id: int | None = None) -> str | None:
-        """A set_option value as DuckDB resolves it (table scope, then schema, then the lake's)."""
-        return option_value(self.db, self.conn, name, table_id, schema_id)
-
     def max_column_id(self, table_id: int) -> int:
         if table_id not in self._known:
             with self.db.read() as conn:

@@ -73,9 +73,9 @@ def check_conflicts(db: CatalogDB, conn: Connection, base_snapshot: int, mine: C
         if other.has("dropped_schema", s):
             fail("drop schema", s, "dropped it already")
     created_schemas = {n[0].lower() for n in other.names.get("created_schema", set())}
-    for s in mine.created_schemas:
-        if s.lower() in created_schemas:
-            fail("create schema", s, "created a schema with this name already")
+    for created in mine.created_schemas:
+        if created.lower() in created_schemas:
+            fail("create schema", created, "created a schema with this name already")
     other_created = {tuple(x.lower() for x in n) for n in other_created_names(other)}
     for schema, name, _ in mine.created_tables:
         if (schema.lower(), name.lower()) in other_created:

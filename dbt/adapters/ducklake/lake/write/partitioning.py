@@ -133,7 +133,7 @@ def _bucket_bytes(type_: str, v: Any) -> bytes:
         value = Decimal(v)
         if p <= 18:
             return struct.pack("<q", int(value.scaleb(s)))
-        return format_value(type_, value, form="value").encode("utf-8")
+        return str(format_value(type_, value, form="value")).encode("utf-8")
     raise SchemaEvolutionError(f"bucket partitioning of {type_} columns is not supported")
 
 

@@ -231,7 +231,7 @@ def _annotation(node: _Node) -> tuple[str, Any]:
     if 6 in logical or conv == 6:
         return "date", None
     if 7 in logical or 8 in logical:
-        spec = logical.get(7) or logical.get(8)
+        spec = logical.get(7) or logical.get(8) or {}
         unit = next(iter(spec.get(2, {2: {}})))
         return ("time" if 7 in logical else "timestamp"), (_UNIT_PER_SECOND.get(unit, 0), bool(spec.get(1)))
     if conv in (7, 8):
@@ -424,7 +424,7 @@ def _leaf_stats(col: Column, node: _Node, metas: list[dict[int, Any] | None], du
 def _nan_aware_duckdb(created_by: str) -> bool:
     """Whether the file comes from a DuckDB whose writer omits min/max exactly where a chunk has NaNs (>= 1.3)."""
     m = re.match(r"DuckDB version v?(\d+)\.(\d+)", created_by)
-    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (1, 3)
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= (1, 3)
 
 
 def file_column_stats(metadata: pq.FileMetaData | bytes, columns: Sequence[Column], *, by: str = "field_id",
@@ -500,8 +500,8 @@ def footer_size(path_or_file: str | os.PathLike[str] | IO[bytes]) -> int:
 
         return lake_footer_size(path_or_file)
     if isinstance(path_or_file, (str, os.PathLike)):
-        with open(path_or_file, "rb") as f:
-            return footer_size(f)
+        with open(path_or_file, "rb") as opened:
+            return footer_size(opened)
     f = path_or_file
     here = f.tell()
     try:

@@ -229,13 +229,15 @@ class Transaction:
         found: int | None = None
         names: set[int] = set()  # indexes of the operations on the created object
         for c, op in enumerate(self._ops):
-            if isinstance(op, create_kind) and op.schema.lower() == schema.lower():
+            if isinstance(op, (ops.CreateView, ops.CreateTable)) and isinstance(op, create_kind) \
+                    and op.schema.lower() == schema.lower():
                 final, touching = self._follow(c)
                 if final is not None and final.lower() == name.lower():
                     found, names = c, touching
         if found is None:
             return False
         created = self._ops[found]
+        assert isinstance(created, (ops.CreateView, ops.CreateTable))
         kept: list[ops.Operation] = self._ops[:found]
         replaced: list[ops.Operation] = []
         if getattr(created, "replace", False):
@@ -514,8 +516,8 @@ class Transaction:
                             tried.describe())
             except sa.exc.DBAPIError as e:
                 _remove(builder)
-                if not db.dialect.is_conflict(e.orig) or attempt >= MAX_RETRIES:
-                    if db.dialect.is_conflict(e.orig):
+                if not db.dialect.is_conflict(e.orig) or attempt >= MAX_RETRIES:  # type: ignore[arg-type]
+                    if db.dialect.is_conflict(e.orig):  # type: ignore[arg-type]
                         raise CommitConflictError(
                             f"commit failed after {MAX_RETRIES} retries: other writers kept committing first"
                         ) from e
