@@ -1,0 +1,170 @@
+"""dbt-databricks' MERGE options and the replace_where strategy, each run checked against DuckDB: after every run the
+table DuckDB reads equals what DuckDB itself makes by running the equivalent MERGE INTO / DELETE + INSERT on a copy of
+the lake as it was before the run; each model's run is one snapshot; bad configurations fail clearly and change
+nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.support import reference
+
+COLUMNS = "id, val, ver, note"
+# the model's rows per run (step); the same text is the MERGE source on DuckDB's side
+ROWS = {
+    0: [(1, "a", 1, "n0"), (2, "b", 1, "n0"), (3, "c", 1, "n0"), (4, "d", 1, "n0"), (5, "e", 1, "n0"),
+        (6, "f", 1, "n0")],
+    1: [(2, "b1", 2, "n1"), (3, "c1", 0, "n1"), (5, "e1", 2, "n1"), (7, "g1", 1, "n1"), (9, "i1", 0, "n1")],
+}
+
+
+def values(step: int) -> str:
+    """The rows of a step as a query both Spark and DuckDB run."""
+    rows = ", ".join(f"({i}, '{v}', {ver}, '{n}')" for i, v, ver, n in ROWS[step])
+    return f"select * from (values {rows}) as s({COLUMNS})"
+
+
+def model(config: str, where: str = "") -> str:
+    branches = "".join(f"{{% {'if' if s == 0 else 'elif'} var('step', 0) == {s} %}}\n{values(s)}\n" for s in ROWS)
+    return f"{{{{ config(materialized='incremental', {config}) }}}}\nselect * from (\n{branches}{{% endif %}}\n) " \
+           f"as rows {where}\n"
+
+
+SET_ALL = "val = s.val, ver = s.ver, note = s.note"
+INSERT = f"INSERT ({COLUMNS}) VALUES (s.id, s.val, s.ver, s.note)"
+# model -> (its config, the statements DuckDB runs for one incremental run: {t} the table, {s} the source query).
+# DuckLake's MERGE in DuckDB takes one UPDATE or DELETE action, so a MERGE with a NOT MATCHED BY SOURCE action is two
+# statements there: that action first (the target rows missing from the source), then the matched and new rows.
+MODELS = {
+    "by_source_delete": (
+        "unique_key='id', not_matched_by_source_action=var('action', 'delete'), target_alias='tgt', "
+        "source_alias='src', matched_condition='src.ver > tgt.ver', merge_update_columns=['val', 'ver']",
+        ["MERGE INTO {t} d USING ({s}) s ON s.id = d.id WHEN NOT MATCHED BY SOURCE THEN DELETE",
+         "MERGE INTO {t} d USING ({s}) s ON s.id = d.id WHEN MATCHED AND s.ver > d.ver THEN UPDATE SET val = s.val, "
+         f"ver = s.ver WHEN NOT MATCHED THEN {INSERT}"]),
+    "by_source_condition": (
+        "unique_key='id', not_matched_by_source_action='delete', "
+        "not_matched_by_source_condition='DBT_INTERNAL_DEST.id % 2 = 0', "
+        "incremental_predicates=['DBT_INTERNAL_DEST.id <> 5'], merge_exclude_columns=['val']",
+        ["MERGE INTO {t} d USING ({s}) s ON d.id <> 5 AND s.id = d.id WHEN NOT MATCHED BY SOURCE AND d.id % 2 = 0 "
+         "THEN DELETE",
+         "MERGE INTO {t} d USING ({s}) s ON d.id <> 5 AND s.id = d.id WHEN MATCHED THEN UPDATE SET ver = s.ver, "
+         f"note = s.note WHEN NOT MATCHED THEN {INSERT}"]),
+    "skipped_steps": (
+        "unique_key='id', skip_matched_step=true, not_matched_condition='DBT_INTERNAL_SOURCE.ver > 0', "
+        "not_matched_by_source_action=\"update set note = 'gone'\"",
+        ["MERGE INTO {t} d USING ({s}) s ON s.id = d.id WHEN NOT MATCHED BY SOURCE THEN UPDATE SET note = 'gone'",
+         f"MERGE INTO {{t}} d USING ({{s}}) s ON s.id = d.id WHEN NOT MATCHED AND s.ver > 0 THEN {INSERT}"]),
+    "replace_where": (
+        "incremental_strategy='replace_where', incremental_predicates=['id >= 5', 'DBT_INTERNAL_DEST.ver >= 0']",
+        ["DELETE FROM {t} WHERE id >= 5 AND ver >= 0", "INSERT INTO {t} SELECT * FROM ({s}) s WHERE id >= 5"]),
+}
+# the rows of a replace_where run are those its predicates replace, unless rw_all (then the run is refused)
+RW_WHERE = "{% if var('step', 0) > 0 and not var('rw_all', false) %} where id >= 5{% endif %}"
+NO_PREDICATES = "{{ config(materialized='incremental', incremental_strategy='replace_where') }}\nselect 1 as id\n"
+
+
+def _snapshot(catalog: str) -> int:
+    with reference.attached(catalog, read_only=True) as con:
+        return con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+
+
+def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> dict[str, list[tuple]]:
+    return {m: con.execute(f"SELECT {COLUMNS} FROM lake.{schema}.{m} ORDER BY ALL").fetchall() for m in MODELS}
+
+
+def _files(data_path: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(data_path) for f in fs if "_ducklake_spark" not in d}
+
+
+def _copy(catalog: str, data_path: str, to: Path) -> tuple[str, str]:
+    """A copy of the lake (the catalog through DuckDB, so a pending WAL is in it; data files as hard links)."""
+    shutil.rmtree(to, ignore_errors=True)
+    to.mkdir()
+    copy_catalog, copy_data = str(to / "copy.ducklake"), str(to / "data") + "/"
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{catalog}' AS src (READ_ONLY)")
+        con.execute(f"ATTACH '{copy_catalog}' AS dst")
+        con.execute("COPY FROM DATABASE src TO dst")
+    finally:
+        con.close()
+    shutil.copytree(data_path, copy_data, copy_function=os.link)
+    return copy_catalog, copy_data
+
+
+def _duckdb_runs(copy_catalog: str, copy_data: str, schema: str, step: int) -> dict[str, list[tuple]]:
+    """Each model's equivalent statements run by DuckDB on the copy (one transaction each); the tables after."""
+    with reference.attached(copy_catalog, data_path=copy_data, options={"OVERRIDE_DATA_PATH": True}) as con:
+        for name, (_, statements) in MODELS.items():
+            con.execute("BEGIN")
+            for sql in statements:
+                con.execute(sql.format(t=f"lake.{schema}.{name}", s=values(step)))
+            con.execute("COMMIT")
+        return _tables(con, schema)
+
+
+class TestMergeOptions:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        out = {f"{m}.sql": model(config, RW_WHERE if m == "replace_where" else "") for m, (config, _) in MODELS.items()}
+        out["no_predicates.sql"] = NO_PREDICATES
+        return out
+
+    def _run_and_compare(self, project: object, step: int, tmp: Path) -> None:
+        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
+        catalog, data_path, schema = creds.catalog, creds.data_path, project.test_schema  # type: ignore[attr-defined]
+        before = _snapshot(catalog)
+        copy_catalog, copy_data = _copy(catalog, data_path, tmp)
+        run_dbt(["run", "--exclude", "no_predicates", "--vars", f"{{step: {step}}}"])
+        expected = _duckdb_runs(copy_catalog, copy_data, schema, step)
+        with reference.attached(catalog, read_only=True) as con:
+            assert _tables(con, schema) == expected
+            # one snapshot per model, each changing its own table only
+            changed = [sorted({t for ids in changes.values() for t in ids}) for (changes,) in con.execute(
+                f"SELECT changes FROM lake.snapshots() WHERE snapshot_id > {before} ORDER BY snapshot_id").fetchall()]
+        assert len(changed) == len(MODELS) and all(len(t) == 1 for t in changed)
+        assert len({t[0] for t in changed}) == len(MODELS)
+
+    def test_runs_equal_duckdb_merges(self, project: object, tmp_path: Path) -> None:
+        run_dbt(["run", "--exclude", "no_predicates"])
+        self._run_and_compare(project, 1, tmp_path / "step1")
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        with reference.attached(catalog, read_only=True) as con:
+            got = _tables(con, project.test_schema)  # type: ignore[attr-defined]
+        # the options' effects, spelled out
+        assert got["by_source_delete"] == [(2, "b1", 2, "n0"), (3, "c", 1, "n0"), (5, "e1", 2, "n0"),
+                                           (7, "g1", 1, "n1"), (9, "i1", 0, "n1")]
+        # the target's 5 is not matched (incremental_predicates), so the source's is inserted
+        assert got["by_source_condition"] == [(1, "a", 1, "n0"), (2, "b", 2, "n1"), (3, "c", 0, "n1"),
+                                              (5, "e", 1, "n0"), (5, "e1", 2, "n1"), (7, "g1", 1, "n1"),
+                                              (9, "i1", 0, "n1")]
+        assert got["skipped_steps"] == [(1, "a", 1, "gone"), (2, "b", 1, "n0"), (3, "c", 1, "n0"),
+                                        (4, "d", 1, "gone"), (5, "e", 1, "n0"), (6, "f", 1, "gone"),
+                                        (7, "g1", 1, "n1")]
+        assert got["replace_where"] == [(1, "a", 1, "n0"), (2, "b", 1, "n0"), (3, "c", 1, "n0"), (4, "d", 1, "n0"),
+                                        (5, "e1", 2, "n1"), (7, "g1", 1, "n1"), (9, "i1", 0, "n1")]
+
+    def test_bad_configurations_fail_clearly_and_change_nothing(self, project: object) -> None:
+        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
+        before, files = _snapshot(creds.catalog), _files(creds.data_path)
+        results = run_dbt(["run", "--select", "by_source_delete", "replace_where", "no_predicates", "--vars",
+                           "{step: 1, action: remove, rw_all: true}"], expect_pass=False)
+        messages = {r.node.name: r.message for r in results}
+        assert "not_matched_by_source_action must be 'delete' or 'update set <column> = <value>, ...', got " \
+               "'remove'" in messages["by_source_delete"]
+        assert "a row of the model does not match incremental_predicates (id >= 5) and (DBT_INTERNAL_DEST.ver >= " \
+               "0); every row the model writes must be one they replace (nothing was changed)" in \
+               messages["replace_where"]
+        assert "incremental_strategy 'replace_where' needs incremental_predicates" in messages["no_predicates"]
+        assert _snapshot(creds.catalog) == before
+        assert _files(creds.data_path) == files  # nothing written by the failed runs is left behind
+        with reference.attached(creds.catalog, read_only=True) as con:
+            assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND "
+                                   "table_name = 'no_predicates'").fetchone()[0]
