@@ -43,7 +43,7 @@ INSERT = f"INSERT ({COLUMNS}) VALUES (s.id, s.val, s.ver, s.note)"
 # statements there: that action first (the target rows missing from the source), then the matched and new rows.
 MODELS = {
     "by_source_delete": (
-        "unique_key='id', not_matched_by_source_action=var('action', 'delete'), target_alias='tgt', "
+        "unique_key='id', not_matched_by_source_action='delete', target_alias='tgt', "
         "source_alias='src', matched_condition='src.ver > tgt.ver', merge_update_columns=['val', 'ver']",
         ["MERGE INTO {t} d USING ({s}) s ON s.id = d.id WHEN NOT MATCHED BY SOURCE THEN DELETE",
          "MERGE INTO {t} d USING ({s}) s ON s.id = d.id WHEN MATCHED AND s.ver > d.ver THEN UPDATE SET val = s.val, "
@@ -65,9 +65,15 @@ MODELS = {
         "incremental_strategy='replace_where', incremental_predicates=['id >= 5', 'DBT_INTERNAL_DEST.ver >= 0']",
         ["DELETE FROM {t} WHERE id >= 5 AND ver >= 0", "INSERT INTO {t} SELECT * FROM ({s}) s WHERE id >= 5"]),
 }
-# the rows of a replace_where run are those its predicates replace, unless rw_all (then the run is refused)
-RW_WHERE = "{% if var('step', 0) > 0 and not var('rw_all', false) %} where id >= 5{% endif %}"
-NO_PREDICATES = "{{ config(materialized='incremental', incremental_strategy='replace_where') }}\nselect 1 as id\n"
+# a replace_where model's later rows are those its predicates replace
+RW_WHERE = "{% if var('step', 0) > 0 %} where id >= 5{% endif %}"
+# bad configurations: refused before anything is staged (the first run too), or, for a model row outside the
+# replace_where predicates, when the INSERT meets it
+BAD = {
+    "bad_action": model("unique_key='id', not_matched_by_source_action='remove'"),
+    "no_predicates": model("incremental_strategy='replace_where'"),
+    "rw_refused": model("incremental_strategy='replace_where', incremental_predicates=['id >= 5']"),
+}
 
 
 def _snapshot(catalog: str) -> int:
@@ -79,8 +85,8 @@ def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> dict[str, list[tuple
     return {m: con.execute(f"SELECT {COLUMNS} FROM lake.{schema}.{m} ORDER BY ALL").fetchall() for m in MODELS}
 
 
-def _files(data_path: str) -> set[str]:
-    return {os.path.join(d, f) for d, _, fs in os.walk(data_path) for f in fs if "_ducklake_spark" not in d}
+def _files(data_path: str, table: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(data_path) for f in fs if os.path.basename(d) == table}
 
 
 def _copy(catalog: str, data_path: str, to: Path) -> tuple[str, str]:
@@ -110,34 +116,59 @@ def _duckdb_runs(copy_catalog: str, copy_data: str, schema: str, step: int) -> d
         return _tables(con, schema)
 
 
+def _errors(results: object) -> dict[str, str]:
+    return {r.node.name: r.message for r in results if r.status == "error"}  # type: ignore[attr-defined]
+
+
+def _refused_config(errors: dict[str, str]) -> None:
+    assert "not_matched_by_source_action must be 'delete' or 'update set <column> = <value>, ...', got 'remove'" \
+        in errors["bad_action"]
+    assert "incremental_strategy 'replace_where' needs incremental_predicates" in errors["no_predicates"]
+
+
 class TestMergeOptions:
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         out = {f"{m}.sql": model(config, RW_WHERE if m == "replace_where" else "") for m, (config, _) in MODELS.items()}
-        out["no_predicates.sql"] = NO_PREDICATES
-        return out
+        return out | {f"{m}.sql": sql for m, sql in BAD.items()}
 
-    def _run_and_compare(self, project: object, step: int, tmp: Path) -> None:
+    def test_first_run_refuses_bad_configurations(self, project: object) -> None:
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        before = _snapshot(catalog)
+        errors = _errors(run_dbt(["run"], expect_pass=False))
+        assert set(errors) == {"bad_action", "no_predicates"}
+        _refused_config(errors)
+        assert _snapshot(catalog) == before + len(MODELS) + 1  # the good models and rw_refused, nothing else
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND table_name IN "
+                               "('bad_action', 'no_predicates')").fetchone()[0] == 0
+
+    def test_incremental_runs_equal_duckdb(self, project: object, tmp_path: Path) -> None:
         creds = project.adapter.config.credentials  # type: ignore[attr-defined]
         catalog, data_path, schema = creds.catalog, creds.data_path, project.test_schema  # type: ignore[attr-defined]
         before = _snapshot(catalog)
-        copy_catalog, copy_data = _copy(catalog, data_path, tmp)
-        run_dbt(["run", "--exclude", "no_predicates", "--vars", f"{{step: {step}}}"])
-        expected = _duckdb_runs(copy_catalog, copy_data, schema, step)
         with reference.attached(catalog, read_only=True) as con:
-            assert _tables(con, schema) == expected
-            # one snapshot per model, each changing its own table only
+            refused_rows = con.execute(f"SELECT * FROM lake.{schema}.rw_refused ORDER BY ALL").fetchall()
+        refused_files = _files(data_path, "rw_refused")
+        copy_catalog, copy_data = _copy(catalog, data_path, tmp_path / "copy")
+
+        errors = _errors(run_dbt(["run", "--vars", "{step: 1}"], expect_pass=False))
+
+        assert set(errors) == {"bad_action", "no_predicates", "rw_refused"}
+        _refused_config(errors)
+        assert "a row of the model does not match incremental_predicates (id >= 5); every row the model writes " \
+               "must be one they replace (nothing was changed)" in errors["rw_refused"]
+        expected = _duckdb_runs(copy_catalog, copy_data, schema, 1)
+        with reference.attached(catalog, read_only=True) as con:
+            got = _tables(con, schema)
+            # one snapshot per model, each changing its own table only; the refused model's table as it was
             changed = [sorted({t for ids in changes.values() for t in ids}) for (changes,) in con.execute(
                 f"SELECT changes FROM lake.snapshots() WHERE snapshot_id > {before} ORDER BY snapshot_id").fetchall()]
+            assert con.execute(f"SELECT * FROM lake.{schema}.rw_refused ORDER BY ALL").fetchall() == refused_rows
+        assert _files(data_path, "rw_refused") == refused_files  # nothing the refused run wrote is left
         assert len(changed) == len(MODELS) and all(len(t) == 1 for t in changed)
         assert len({t[0] for t in changed}) == len(MODELS)
-
-    def test_runs_equal_duckdb_merges(self, project: object, tmp_path: Path) -> None:
-        run_dbt(["run", "--exclude", "no_predicates"])
-        self._run_and_compare(project, 1, tmp_path / "step1")
-        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
-        with reference.attached(catalog, read_only=True) as con:
-            got = _tables(con, project.test_schema)  # type: ignore[attr-defined]
+        assert got == expected
         # the options' effects, spelled out
         assert got["by_source_delete"] == [(2, "b1", 2, "n0"), (3, "c", 1, "n0"), (5, "e1", 2, "n0"),
                                            (7, "g1", 1, "n1"), (9, "i1", 0, "n1")]
@@ -150,21 +181,3 @@ class TestMergeOptions:
                                         (7, "g1", 1, "n1")]
         assert got["replace_where"] == [(1, "a", 1, "n0"), (2, "b", 1, "n0"), (3, "c", 1, "n0"), (4, "d", 1, "n0"),
                                         (5, "e1", 2, "n1"), (7, "g1", 1, "n1"), (9, "i1", 0, "n1")]
-
-    def test_bad_configurations_fail_clearly_and_change_nothing(self, project: object) -> None:
-        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
-        before, files = _snapshot(creds.catalog), _files(creds.data_path)
-        results = run_dbt(["run", "--select", "by_source_delete", "replace_where", "no_predicates", "--vars",
-                           "{step: 1, action: remove, rw_all: true}"], expect_pass=False)
-        messages = {r.node.name: r.message for r in results}
-        assert "not_matched_by_source_action must be 'delete' or 'update set <column> = <value>, ...', got " \
-               "'remove'" in messages["by_source_delete"]
-        assert "a row of the model does not match incremental_predicates (id >= 5) and (DBT_INTERNAL_DEST.ver >= " \
-               "0); every row the model writes must be one they replace (nothing was changed)" in \
-               messages["replace_where"]
-        assert "incremental_strategy 'replace_where' needs incremental_predicates" in messages["no_predicates"]
-        assert _snapshot(creds.catalog) == before
-        assert _files(creds.data_path) == files  # nothing written by the failed runs is left behind
-        with reference.attached(creds.catalog, read_only=True) as con:
-            assert not con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND "
-                                   "table_name = 'no_predicates'").fetchone()[0]
