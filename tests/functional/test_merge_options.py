@@ -72,7 +72,7 @@ RW_WHERE = "{% if var('step', 0) > 0 %} where id >= 5{% endif %}"
 BAD = {
     "bad_action": model("unique_key='id', not_matched_by_source_action='remove'"),
     "no_predicates": model("incremental_strategy='replace_where'"),
-    "rw_refused": model("incremental_strategy='replace_where', incremental_predicates=['id >= 5']"),
+    "rw_refused": model("incremental_strategy='replace_where', incremental_predicates='id >= 5'"),  # a string too
 }
 
 

@@ -11,7 +11,8 @@
   {#- dbt's own lookup: built-in strategies this adapter lists, or a project's get_incremental_<name>_sql macro -#}
   {%- set strategy_sql_macro_func = adapter.get_incremental_strategy_macro(context, strategy) -%}
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
-  {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
+  {%- set incremental_predicates = ducklake_predicate_list(config.get('predicates', none)
+                                                          or config.get('incremental_predicates', none)) -%}
   {%- do ducklake_check_incremental_config(strategy, incremental_predicates) -%}
   {%- set tmp_relation = ducklake_tmp_relation(this) -%}
 

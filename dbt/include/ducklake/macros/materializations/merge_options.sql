@@ -3,7 +3,8 @@
     under the names Delta users know. The incremental materialization checks them before anything is staged, so a bad
     configuration fails the first run as it fails later ones, and leaves the lake as it was. -#}
 
-{#- incremental_predicates as a list: dbt's config is a list, dbt-databricks' replace_where takes a string too. -#}
+{#- incremental_predicates as a list: dbt's config is a list, dbt-databricks takes one string too (every strategy gets
+    the list). -#}
 {% macro ducklake_predicate_list(predicates) -%}
   {%- if predicates is none -%}{{ return([]) }}{%- endif -%}
   {%- set listed = [predicates] if predicates is string else predicates -%}
