@@ -72,6 +72,10 @@ RW_WHERE = "{% if var('step', 0) > 0 %} where id >= 5{% endif %}"
 BAD = {
     "bad_action": model("unique_key='id', not_matched_by_source_action='remove'"),
     "no_predicates": model("incremental_strategy='replace_where'"),
+    "condition_alone": model("unique_key='id', not_matched_by_source_condition='DBT_INTERNAL_DEST.id > 1'"),
+    "nothing_to_do": model("unique_key='id', skip_matched_step=true, skip_not_matched_step=true"),
+    "action_without_key": model("incremental_strategy='merge', not_matched_by_source_action='delete'"),
+    "action_of_append": model("incremental_strategy='append', not_matched_by_source_action='delete'"),
     "rw_refused": model("incremental_strategy='replace_where', incremental_predicates='id >= 5'"),  # a string too
 }
 
@@ -124,6 +128,13 @@ def _refused_config(errors: dict[str, str]) -> None:
     assert "not_matched_by_source_action must be 'delete' or 'update set <column> = <value>, ...', got 'remove'" \
         in errors["bad_action"]
     assert "incremental_strategy 'replace_where' needs incremental_predicates" in errors["no_predicates"]
+    assert "not_matched_by_source_condition is set but not_matched_by_source_action is not" in \
+        errors["condition_alone"]
+    assert "skip_matched_step and skip_not_matched_step are both true and there is no not_matched_by_source_action" \
+        in errors["nothing_to_do"]
+    assert "not_matched_by_source_action needs a unique_key" in errors["action_without_key"]
+    assert "not_matched_by_source_action is an option of the merge strategy, not of 'append'" in \
+        errors["action_of_append"]
 
 
 class TestMergeOptions:
@@ -136,12 +147,13 @@ class TestMergeOptions:
         catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
         before = _snapshot(catalog)
         errors = _errors(run_dbt(["run"], expect_pass=False))
-        assert set(errors) == {"bad_action", "no_predicates"}
+        assert set(errors) == set(BAD) - {"rw_refused"}
         _refused_config(errors)
         assert _snapshot(catalog) == before + len(MODELS) + 1  # the good models and rw_refused, nothing else
         with reference.attached(catalog, read_only=True) as con:
-            assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND table_name IN "
-                               "('bad_action', 'no_predicates')").fetchone()[0] == 0
+            tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake'"
+                                                ).fetchall()}
+        assert tables == {*MODELS, "rw_refused"}
 
     def test_incremental_runs_equal_duckdb(self, project: object, tmp_path: Path) -> None:
         creds = project.adapter.config.credentials  # type: ignore[attr-defined]
@@ -154,7 +166,7 @@ class TestMergeOptions:
 
         errors = _errors(run_dbt(["run", "--vars", "{step: 1}"], expect_pass=False))
 
-        assert set(errors) == {"bad_action", "no_predicates", "rw_refused"}
+        assert set(errors) == set(BAD)
         _refused_config(errors)
         assert "a row of the model does not match incremental_predicates (id >= 5); every row the model writes " \
                "must be one they replace (nothing was changed)" in errors["rw_refused"]
