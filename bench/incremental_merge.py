@@ -32,6 +32,9 @@ The incremental runs are profiled by wrapping library and PySpark calls (nothing
 statement the dbt cursor runs, Spark actions (collect, count, Parquet writes, eager spark.sql) labelled by the
 calling library function and line, footer reads, delete staging and the catalog commit.
 
+With --by-source the model's MERGE (and DuckDB's) has a WHEN NOT MATCHED BY SOURCE ... THEN DELETE clause whose
+condition matches no row: same results, the cost of the clause (every target file read, the target anti-joined).
+
 Run: .venv/bin/python -m bench.incremental_merge [--rows N] [--repeat R] [--workdir DIR] [--json OUT]
 """
 
@@ -98,8 +101,13 @@ sources:
     tables:
       - name: {UPSTREAM}
 """
+# --by-source: a WHEN NOT MATCHED BY SOURCE clause that matches no row, so the result is the same and its cost shows:
+# every target file is read (any row may lack a key) and the target is anti-joined with the source
+BY_SOURCE_CONFIG = ", not_matched_by_source_action='delete', not_matched_by_source_condition='DBT_INTERNAL_DEST.id < 0'"
+BY_SOURCE_DUCKDB = (f"MERGE INTO lake.{SCHEMA}.{MODEL} AS t USING ({{source}}) AS s ON t.id = s.id "
+                    "WHEN NOT MATCHED BY SOURCE AND t.id < 0 THEN DELETE")
 MODEL_SQL = f"""\
-{{{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}}}
+{{{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id'{{by_source}}) }}}}
 select {", ".join(COLUMNS)}
 from {{{{ source('raw', '{UPSTREAM}') }}}}
 {{% if is_incremental() %}}
@@ -271,7 +279,7 @@ class Project:
                                             schema=SCHEMA, master=args.master, driver_memory=args.driver_memory,
                                             shuffle=args.shuffle_partitions),
             "models/sources.yml": SOURCES,
-            f"models/{MODEL}.sql": MODEL_SQL,
+            f"models/{MODEL}.sql": MODEL_SQL.replace("{by_source}", BY_SOURCE_CONFIG if args.by_source else ""),
         }
         for name, text in files.items():
             with open(os.path.join(self.dir, name), "w") as fh:
@@ -397,8 +405,9 @@ class Step:
 
 
 class Bench:
-    def __init__(self, spark: SparkSession, lakes: Lakes, project: Project, threads: int) -> None:
+    def __init__(self, spark: SparkSession, lakes: Lakes, project: Project, threads: int, by_source: bool) -> None:
         self.spark, self.lakes, self.project, self.threads = spark, lakes, project, threads
+        self.by_source = by_source
         self.meter = Meter(spark)
         self.profile = Profile(self.meter.cpu)
 
@@ -425,15 +434,21 @@ class Bench:
         os.sync()
         sets = ", ".join(f"{c} = s.{c}" for c in COLUMNS)
         cols = ", ".join(COLUMNS)
-        sql = (f"MERGE INTO lake.{SCHEMA}.{MODEL} AS t USING (SELECT {cols} FROM lake.{SCHEMA}.{UPSTREAM} "
-               f"WHERE updated_at > (SELECT max(updated_at) FROM lake.{SCHEMA}.{MODEL})) AS s ON t.id = s.id "
+        source = (f"SELECT {cols} FROM lake.{SCHEMA}.{UPSTREAM} "
+                  f"WHERE updated_at > (SELECT max(updated_at) FROM lake.{SCHEMA}.{MODEL})")
+        sql = (f"MERGE INTO lake.{SCHEMA}.{MODEL} AS t USING ({source}) AS s ON t.id = s.id "
                f"WHEN MATCHED THEN UPDATE SET {sets} "
                f"WHEN NOT MATCHED THEN INSERT ({cols}) VALUES ({', '.join('s.' + c for c in COLUMNS)})")
+        # DuckLake's MERGE in DuckDB takes one UPDATE or DELETE action: the BY SOURCE one is a statement before it
+        statements = [BY_SOURCE_DUCKDB.format(source=source), sql] if self.by_source else [sql]
         cpu, wall = self.meter.cpu(), time.perf_counter()
         with attached(self.lakes.live, self.threads) as con:
             con.execute(f"SELECT count(*) FROM lake.{SCHEMA}.{MODEL} WHERE false")  # catalog loaded before the clock
             start = time.perf_counter()
-            con.execute(sql)
+            con.execute("BEGIN")
+            for statement in statements:
+                con.execute(statement)
+            con.execute("COMMIT")
             seconds = time.perf_counter() - start
         return Step(seconds, time.perf_counter() - wall, self.meter.cpu() - cpu)
 
@@ -496,11 +511,11 @@ def run(spark: SparkSession, args: argparse.Namespace, run_dir: str) -> dict[str
     one_shot.create_table_as(spark, lake, SCHEMA, UPSTREAM,
                                upstream_df(spark, args.rows, args.files, args.updated_at_type))
     lake.close()
-    data: dict[str, Any] = {"rows": args.rows, "upstream": lake_files(lakes.live, UPSTREAM),
+    data: dict[str, Any] = {"rows": args.rows, "by_source": args.by_source, "upstream": lake_files(lakes.live, UPSTREAM),
                             "generate_s": round(time.perf_counter() - start, 1)}
     print(f"upstream: {args.rows:,} rows, {data['upstream']}", flush=True)
     project = Project(run_dir, lakes, args)
-    bench = Bench(spark, lakes, project, threads)
+    bench = Bench(spark, lakes, project, threads, args.by_source)
     first = project.run()  # the model's first run builds the target; the state every change starts from
     data["first_build_s"] = first.execution_s
     data["target"] = lake_files(lakes.live, MODEL)
@@ -579,6 +594,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--shuffle-partitions", type=int, default=4)
+    p.add_argument("--by-source", action="store_true",
+                   help="the model's MERGE has a NOT MATCHED BY SOURCE clause matching no row (its cost)")
     p.add_argument("--keep", action="store_true", help="keep the run directory (lakes, dbt project)")
     return p.parse_args(argv)
 

@@ -343,7 +343,7 @@ class DuckLakeAdapter(SparkAdapter):
 
     @available
     def valid_incremental_strategies(self) -> list[str]:
-        return ["append", "merge", "delete+insert", "insert_overwrite", "microbatch"]
+        return ["append", "merge", "delete+insert", "insert_overwrite", "microbatch", "replace_where"]
 
     @available
     def change_type_column(self) -> str:

@@ -11,7 +11,9 @@
   {#- dbt's own lookup: built-in strategies this adapter lists, or a project's get_incremental_<name>_sql macro -#}
   {%- set strategy_sql_macro_func = adapter.get_incremental_strategy_macro(context, strategy) -%}
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
-  {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
+  {%- set incremental_predicates = ducklake_predicate_list(config.get('predicates', none)
+                                                          or config.get('incremental_predicates', none)) -%}
+  {%- do ducklake_check_incremental_config(strategy, incremental_predicates) -%}
   {%- set tmp_relation = ducklake_tmp_relation(this) -%}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
@@ -112,7 +114,9 @@
 
 
 {#- MERGE on unique_key (one column or a list), merge-on-read: target files are pruned by the source's keys and by
-    incremental_predicates; matched rows get delete-file entries and their new versions, others are untouched. -#}
+    incremental_predicates; matched rows get delete-file entries and their new versions, others are untouched.
+    dbt-databricks' options (merge_options.sql) add conditions to the clauses, skip them, or act on the target rows
+    the model's rows lack (WHEN NOT MATCHED BY SOURCE: then every target file is read). -#}
 {% macro ducklake__get_incremental_merge_sql(arg_dict) -%}
   {%- set target = arg_dict['target_relation'] -%}
   {%- set source = arg_dict['temp_relation'] -%}
@@ -123,28 +127,42 @@
   {%- if not keys -%}
     {{ ducklake__get_incremental_append_sql(arg_dict) }}
   {%- else -%}
-    {%- set predicates = [] + (arg_dict['incremental_predicates'] or []) -%}
+    {%- set o = ducklake_merge_options() -%}
+    {%- set dest, src = o.target_alias, o.source_alias -%}
+    {%- if o.by_source_action and arg_dict['has_change_type'] -%}
+      {%- do exceptions.raise_compiler_error(
+            "not_matched_by_source_action on a ducklake_changes() model: its rows are only the upstream's changes, "
+            ~ "so every unchanged row would be 'not matched by source'") -%}
+    {%- endif -%}
+    {%- set predicates = [] + ducklake_predicate_list(arg_dict['incremental_predicates']) -%}
     {%- for key in keys -%}
-      {%- do predicates.append('DBT_INTERNAL_SOURCE.' ~ key ~ ' = DBT_INTERNAL_DEST.' ~ key) -%}
+      {%- do predicates.append(src ~ '.' ~ key ~ ' = ' ~ dest ~ '.' ~ key) -%}
     {%- endfor -%}
     {%- set update_columns = get_merge_update_columns(config.get('merge_update_columns'),
                                                       config.get('merge_exclude_columns'), dest_columns) -%}
     {%- if update_columns is none -%}
       {%- set update_columns = dest_columns | map(attribute='quoted') | list -%}
     {%- endif -%}
-    merge into {{ target }} as DBT_INTERNAL_DEST
-    using {{ source }} as DBT_INTERNAL_SOURCE
+    merge into {{ target }} as {{ dest }}
+    using {{ source }} as {{ src }}
     on {{ predicates | join(' and ') }}
     {%- if arg_dict['has_change_type'] %}
-    when matched and DBT_INTERNAL_SOURCE.{{ change_type }} = 'delete' then delete
+    when matched and {{ src }}.{{ change_type }} = 'delete' then delete
     {%- endif %}
-    {%- if update_columns %}
-    when matched then update set
-      {% for c in update_columns %}{{ c }} = DBT_INTERNAL_SOURCE.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
+    {%- if update_columns and not o.skip_matched %}
+    when matched {%- if o.matched_condition %} and ({{ o.matched_condition }}){% endif %} then update set
+      {% for c in update_columns %}{{ c }} = {{ src }}.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
     {%- endif %}
-    when not matched {%- if arg_dict['has_change_type'] %} and DBT_INTERNAL_SOURCE.{{ change_type }} <> 'delete'{% endif %} then insert
+    {%- if not o.skip_not_matched %}
+    when not matched {%- if arg_dict['has_change_type'] %} and {{ src }}.{{ change_type }} <> 'delete'{% endif %}
+      {%- if o.not_matched_condition %} and ({{ o.not_matched_condition }}){% endif %} then insert
       ({% for c in dest_columns %}{{ c.quoted }}{{ ', ' if not loop.last }}{% endfor %})
-      values ({% for c in dest_columns %}DBT_INTERNAL_SOURCE.{{ c.quoted }}{{ ', ' if not loop.last }}{% endfor %})
+      values ({% for c in dest_columns %}{{ src }}.{{ c.quoted }}{{ ', ' if not loop.last }}{% endfor %})
+    {%- endif %}
+    {%- if o.by_source_action %}
+    when not matched by source {%- if o.by_source_condition %} and ({{ o.by_source_condition }}){% endif %}
+      then {{ o.by_source_action }}
+    {%- endif %}
   {%- endif -%}
 {%- endmacro %}
 
