@@ -17,8 +17,9 @@ from sqlalchemy.engine import Connection
 from ..catalog.database import CatalogDB
 from ..catalog.state import LakeState
 from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
-from . import catalog_rows, file_rows
+from . import catalog_rows, file_rows, inlining
 from .catalog_view import CatalogReader, CatalogView, parent_of
+from .inlining import InlinedRows
 
 DEFAULT_INLINING_LIMIT = 10  # spec 1.0's default data_inlining_row_limit
 
@@ -39,6 +40,12 @@ class CatalogBuilder(CatalogView):
         self.now = dt.datetime.now(dt.timezone.utc)
         self.written_files: list[str] = []  # files this attempt wrote (removed if it fails)
         self._live_files: dict[int, list[DataFile]] = {}  # the latest snapshot's files, per table (see live_files)
+        # small inserts this attempt writes as inlined rows (lake/write/inlining), and the tables that need a new
+        # inlined-data table for them whatever their limit says
+        self.inlined_rows: list[InlinedRows] = []
+        self.inlined_targets: set[int] = set()
+        # limits of data_inlining_row_limit given by the transaction for single tables, by (schema, table)
+        self.inlining_overrides: dict[tuple[str, str], int] = {}
 
     # statements ----------------------------------------------------------------------------------------------
     def add_rows(self, statement: tuple[str, Any]) -> None:
@@ -194,6 +201,7 @@ class CatalogBuilder(CatalogView):
         out += self.statements
         out += self.stats_statements()
         out += self.inlined_table_statements()
+        out += inlining.row_statements(self)
         if self.schema_version_tables:
             out.append(catalog_rows.schema_versions(self.snapshot_id, self.schema_version,
                                                     sorted(self.schema_version_tables)))
@@ -207,7 +215,7 @@ class CatalogBuilder(CatalogView):
         version it would write rows of the new shape into the old one.
         """
         out: list[tuple[str, Any]] = []
-        tables = [self.table_by_id(t) for t in sorted(self.schema_version_tables)
+        tables = [self.table_by_id(t) for t in sorted(self.schema_version_tables | self.inlined_targets)
                   if t not in self.changes.dropped_tables and any(i.table_id == t for i in self.tables.values())]
         if not tables:
             return out
@@ -215,7 +223,7 @@ class CatalogBuilder(CatalogView):
         for info in tables:
             limit = next((limits[k] for k in (("table", info.table_id), ("schema", info.schema_id), (None, None))
                           if k in limits), str(DEFAULT_INLINING_LIMIT))
-            if int(limit) <= 0 or not self.can_inline(info):
+            if info.table_id not in self.inlined_targets and (int(limit) <= 0 or not self.can_inline(info)):
                 continue
             name = f"ducklake_inlined_data_{info.table_id}_{self.schema_version}"
             cols = ", ".join(

@@ -4,9 +4,10 @@ replays on a CatalogBuilder (the view that also writes the rows) on the latest s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pyarrow as pa
 
 from ..catalog.state import ci_lookup
 from ..errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
@@ -24,6 +25,7 @@ from . import file_rows
 from .builder import CatalogBuilder
 from .catalog_view import CatalogView
 from .datafiles import DataFileSpec
+from .inlining import take_small_insert
 
 # The widening type changes the reference allows (DuckDB's max-logical-type rule, checked against DuckDB 1.5).
 _SIGNED = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "int128": 128}
@@ -321,9 +323,12 @@ class AddDataFiles(Operation):
     schema: str
     table: str
     files: tuple[DataFileSpec, ...]
+    # the rows of small files read back to be inlined (lake/write/inlining), kept for a retried commit
+    inlined_reads: dict[str, pa.Table] = field(default_factory=dict, repr=False, compare=False)
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
+        files = take_small_insert(b, info, self.files, b.inlining_overrides, self.inlined_reads)
         nkeys = len(info.partition.fields) if info.partition else 0
         table_dir = b.table_path(info)
         delta = b.stats_delta(info.table_id)
@@ -334,7 +339,7 @@ class AddDataFiles(Operation):
         values: list[tuple[int, int, Sequence[str | None]]] = []
         mappings: list[tuple[int, int, Sequence[file_rows.NameMappingEntry]]] = []
         leaf_ids = {c.column_id for top in info.columns for c in top.leaves()}
-        for spec in self.files:
+        for spec in files:
             if len(spec.partition_values) != nkeys:
                 raise InvalidDataFileError(
                     f"{spec.path}: table {info.schema_name}.{info.name} has {nkeys} partition keys but the file "
@@ -366,7 +371,7 @@ class AddDataFiles(Operation):
         b.add_rows(file_rows.data_files(b.db.dialect, rows, b.db.spec.row_group_counts))
         b.add_rows(file_rows.column_stats(b.db.dialect, stats))
         b.add_rows(file_rows.partition_values(values))
-        if self.files:
+        if files:
             b.changes.inserted_tables.add(info.table_id)
 
 

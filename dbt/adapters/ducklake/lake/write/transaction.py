@@ -22,6 +22,7 @@ from .catalog_view import CatalogView, ColumnIdReader
 from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
+from .inlining import remove_inlined_files
 
 if TYPE_CHECKING:
     from ..lake import DuckLake
@@ -70,6 +71,7 @@ class Transaction:
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
         self._version = 0  # see version
+        self._inlining_limits: dict[tuple[str, str], int] = {}  # see set_inlining_limit
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -434,6 +436,13 @@ class Transaction:
                 return True
         return False
 
+    def set_inlining_limit(self, schema: str, table: str, limit: int) -> None:
+        """Inline this transaction's inserts into schema.table of at most `limit` rows (0: none), whatever the lake's
+        data_inlining_row_limit option says (see lake/write/inlining). Raises ValueError for a negative limit."""
+        from .inlining import parse_limit
+
+        self._inlining_limits[(schema.lower(), table.lower())] = parse_limit(limit)
+
     # commit -------------------------------------------------------------------------------------------------------
     def commit(self) -> Snapshot | None:
         """Write every staged change as one snapshot; None if nothing was staged.
@@ -460,6 +469,7 @@ class Transaction:
             if self.committed is not None:
                 self._owned = []
         if done is not None:
+            remove_inlined_files(done.inlined_rows)  # their rows are in the catalog now; nothing names the files
             # after the files are safe: the lake keeps the state this commit made (the next read loads none)
             self.lake.note_commit(done, snapshot, token)
         return snapshot
@@ -485,6 +495,7 @@ class Transaction:
                     latest = (self.base if latest_snap.same_as(self.base.snapshot)
                               else load_state(db, conn, latest_snap, self.lake.data_path))
                     builder = CatalogBuilder(db, conn, latest)
+                    builder.inlining_overrides = self._inlining_limits
                     for op in self._ops:
                         op.apply(builder)
                     for sql, params in builder.finish(self.author, self.commit_message, self.commit_extra_info):
