@@ -511,6 +511,16 @@ class DuckLakeAdapter(SparkAdapter):
         return run(self._handle().runtime, operation, **kwargs)
 
     @available
+    def ducklake_inlining_limit(self, relation: BaseRelation, limit: Any) -> str:
+        """A model's `data_inlining_row_limit` config: its inserts of at most that many rows are committed as
+        inlined rows, and the limit is stored as the table's option (lake/write/inlining)."""
+        try:
+            self._handle().runtime.lake.set_inlining_limit(relation.schema or "", relation.identifier or "", limit)
+        except ValueError as e:
+            raise DbtRuntimeError(f"model {relation}: {e}") from None
+        return ""
+
+    @available
     def ducklake_write_audit_publish(self) -> bool:
         """Whether this invocation stages everything for one publish at its end (write_audit_publish)."""
         return self._handle().build is not None

@@ -41,6 +41,7 @@ class DuckLake:
         self.db = db
         self.data_path = data_path
         self.options = options  # global ducklake_metadata rows (version, data_path, encrypted, set_option values)
+        self.inlining_limits: dict[tuple[str, str], int] = {}  # see set_inlining_limit
         self._unknown: list[CommitAttempt] = []  # commits whose outcome could not be read yet
         self._unknown_lock = threading.Lock()
         # the last state loaded at the latest snapshot: while no commit follows, a transaction's base and the Spark
@@ -352,6 +353,18 @@ class DuckLake:
                             {"k": name, "v": str(value), "s": scope, "i": scope_id})
         if scope is None:
             self.options[name] = str(value)
+
+    def set_inlining_limit(self, schema: str, table: str, limit: object) -> None:
+        """The data_inlining_row_limit of schema.table for this process's commits, whatever the lake's options say
+        (e.g. a dbt model's config). A commit that inserts into the table also stores it as the table's option, as
+        DuckDB's set_option(..., table_name => ...) does, so DuckDB's inserts into it follow it too.
+
+        Raises:
+            ValueError: the limit is not a non-negative integer.
+        """
+        from .write.inlining import parse_limit
+
+        self.inlining_limits[(schema.lower(), table.lower())] = parse_limit(limit)
 
     def note_unknown_commit(self, attempt: CommitAttempt) -> None:
         """Remember a commit whose outcome is unknown: its files stay until the catalog says it did not land."""

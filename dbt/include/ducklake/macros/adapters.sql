@@ -96,11 +96,16 @@
   {{ return(load_result('last_modified')) }}
 {%- endmacro %}
 
-{#- The end of every materialization: docs, post-hooks, then ONE commit for the model's snapshot. A table model with
+{#- The end of every materialization: docs, post-hooks, then ONE commit for the model's snapshot (a model's
+    `data_inlining_row_limit` decides there whether its small inserts are inlined). A table model with
     `ducklake_compact: true` (or a dict of ducklake_merge_adjacent_files arguments) then merges its small files, as
     DuckDB's ducklake_merge_adjacent_files does (a snapshot of its own; time travel unchanged), except in a
     write-audit-publish build (one snapshot for everything). -#}
 {% macro ducklake_finish(relation, for_columns=true) -%}
+  {%- set inlining = config.get('data_inlining_row_limit') -%}
+  {%- if inlining is not none and relation.type != 'view' -%}
+    {% do adapter.ducklake_inlining_limit(relation, inlining) %}
+  {%- endif -%}
   {% do persist_docs(relation, model, for_columns=for_columns) %}
   {% do apply_grants(relation, config.get('grants'), should_revoke=false) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}

@@ -202,6 +202,7 @@ class CatalogBuilder(CatalogView):
         out += self.stats_statements()
         out += self.inlined_table_statements()
         out += inlining.row_statements(self)
+        out += inlining.option_statements(self)
         if self.schema_version_tables:
             out.append(catalog_rows.schema_versions(self.snapshot_id, self.schema_version,
                                                     sorted(self.schema_version_tables)))

@@ -250,3 +250,10 @@ def inlined_data_tables(table_id: int, table_name: str, schema_version: int) -> 
     """INSERT INTO ducklake_inlined_data_tables."""
     return ("INSERT INTO {p}ducklake_inlined_data_tables VALUES (:t, :n, :v)",
             {"t": table_id, "n": table_name, "v": schema_version})
+
+
+def table_option(table_id: int, key: str, value: str) -> list[Statement]:
+    """A table-scope ducklake_metadata option (replacing the table's earlier value), as set_option writes it."""
+    where = {"k": key, "i": table_id}
+    return [("DELETE FROM {p}ducklake_metadata WHERE key = :k AND scope = 'table' AND scope_id = :i", where),
+            ("INSERT INTO {p}ducklake_metadata VALUES (:k, :v, 'table', :i)", {**where, "v": value})]

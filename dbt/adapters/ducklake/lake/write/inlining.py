@@ -32,6 +32,7 @@ from ..paths import discard_files
 from ..read.scan import read_data_file
 from ..records import Column, ColumnStats, TableInfo
 from ..types import format_value
+from . import catalog_rows
 from .datafiles import DataFileSpec
 
 if TYPE_CHECKING:
@@ -198,6 +199,19 @@ def _param(b: CatalogBuilder, col: Column, value: Any) -> Any:
     if declared == "BYTEA":
         return value.encode() if isinstance(value, str) else bytes(value)
     return format_value(col.type, value, form="value")
+
+
+def option_statements(b: CatalogBuilder) -> list[tuple[str, Any]]:
+    """A limit given for a table this commit inserts into, stored as the table's option (DuckDB follows it too)."""
+    if b.db.spec.versioned_options or not b.inlining_overrides:
+        return []  # a 1.1 development catalog versions its options: not written here (lake.set_option says so)
+    out: list[tuple[str, Any]] = []
+    inserted = b.changes.inserted_tables | b.changes.inlined_inserted
+    for info in b.tables.values():
+        limit = b.inlining_overrides.get((info.schema_name.lower(), info.name.lower()))
+        if limit is not None and info.table_id in inserted | b.created_table_ids:
+            out += catalog_rows.table_option(info.table_id, OPTION, str(limit))
+    return out
 
 
 def remove_inlined_files(rows: Sequence[InlinedRows]) -> None:

@@ -495,7 +495,7 @@ class Transaction:
                     latest = (self.base if latest_snap.same_as(self.base.snapshot)
                               else load_state(db, conn, latest_snap, self.lake.data_path))
                     builder = CatalogBuilder(db, conn, latest)
-                    builder.inlining_overrides = self._inlining_limits
+                    builder.inlining_overrides = {**self.lake.inlining_limits, **self._inlining_limits}
                     for op in self._ops:
                         op.apply(builder)
                     for sql, params in builder.finish(self.author, self.commit_message, self.commit_extra_info):
