@@ -32,7 +32,7 @@ from . import dml
 from .names import SPARK_SQL_TAG
 from .scan import file_uri
 from .sql_literals import ident
-from .types import from_spark, spark_schema, to_spark
+from .types import from_spark, keep_stored_types, spark_schema, to_spark
 from .write import stage_append, stage_create_table_as, stage_create_table_from_arrow, write_files
 
 
@@ -183,10 +183,30 @@ class LakeWork:
     def drop_column(self, schema: str, table: str, column: str) -> None:
         self.tx.drop_column(schema, table, column)
 
+    def add_field(self, schema: str, table: str, path: Sequence[str], field: Column) -> None:
+        """ADD COLUMN s.f: a field of a nested column (Transaction.add_field)."""
+        self.tx.add_field(schema, table, path, field)
+
+    def drop_field(self, schema: str, table: str, path: Sequence[str]) -> None:
+        self.tx.drop_field(schema, table, path)
+
+    def rename_column(self, schema: str, table: str, path: Sequence[str], new_name: str) -> None:
+        """RENAME COLUMN: a top-level column (path of one name) or a field of a nested column."""
+        if len(path) == 1:
+            self.tx.rename_column(schema, table, path[0], new_name)
+        else:
+            self.tx.rename_field(schema, table, path, new_name)
+
     def alter_column_type(self, schema: str, table: str, column: str, spark_type: str) -> None:
-        """ALTER COLUMN ... TYPE, the new type in Spark SQL (a widening: Transaction.alter_column_type)."""
+        """ALTER COLUMN ... TYPE, the new type in Spark SQL: a widening (Transaction.alter_column_type), or a nested
+        column's new type, whose fields are added, dropped or widened (Transaction.evolve_column)."""
         field = self.spark.createDataFrame([], f"x {spark_type}").schema.fields[0]
-        self.tx.alter_column_type(schema, table, column, from_spark(field, iter(range(1, 10**6)).__next__).type)
+        target = from_spark(field, iter(range(1, 10**6)).__next__)
+        current = self.table(schema, table).column(column)
+        if current.is_nested or target.is_nested:
+            self.tx.evolve_column(schema, table, column, keep_stored_types(current, target))
+        else:
+            self.tx.alter_column_type(schema, table, column, target.type)
 
     def set_column_nullable(self, schema: str, table: str, column: str, nullable: bool) -> None:
         self.tx.set_column_nullable(schema, table, column, nullable)

@@ -145,6 +145,29 @@
   {%- endfor -%}
 {%- endmacro %}
 
+{#- on_schema_change inside nested columns, as DuckLake evolves them (no file is rewritten; old files read a new field
+    as NULL): append_new_columns also adds the struct fields the model's nested columns gained (ADD COLUMN s.f, in
+    list elements and map values too), never dropping or changing one; sync_all_columns changes a nested column's
+    type through alter_column_type below, which adds, drops and widens its fields. A rename is not detected (it
+    reads as a drop and an add): rename first with the ducklake_rename_column run-operation. -#}
+{% macro ducklake__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict) -%}
+  {%- if on_schema_change == 'append_new_columns' -%}
+    {%- set fields = [] -%}
+    {%- for changed in schema_changes_dict['new_target_types'] -%}
+      {%- do fields.extend(adapter.nested_fields_added(target_relation, changed['column_name'],
+                                                       changed['new_type'])) -%}
+    {%- endfor -%}
+    {%- if fields -%}
+      {%- call statement('add_nested_fields') -%}
+        alter table {{ target_relation.render() }} add columns ({{ fields | join(', ') }})
+      {%- endcall -%}
+      {% do log("In " ~ target_relation ~ ": nested fields added: " ~ fields | join(', ')) %}
+    {%- endif -%}
+  {%- endif -%}
+  {% do default__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict) %}
+{%- endmacro %}
+
+{#- A nested column's new type (sync_all_columns) adds, drops and widens its fields; a top-level type only widens. -#}
 {% macro ducklake__alter_column_type(relation, column_name, new_column_type) -%}
   {%- call statement('alter_column_type') -%}
     alter table {{ relation.render() }} alter column {{ adapter.quote(column_name) }} type {{ new_column_type }}
