@@ -33,7 +33,13 @@ from .names import SPARK_SQL_TAG
 from .scan import file_uri
 from .sql_literals import ident
 from .types import from_spark, keep_stored_types, spark_schema, to_spark
-from .write import stage_append, stage_create_table_as, stage_create_table_from_arrow, write_files
+from .write import (
+    stage_append,
+    stage_create_table_as,
+    stage_create_table_from_arrow,
+    structs_by_name,
+    write_files,
+)
 
 
 class UnitOfWorkError(ValueError):
@@ -389,6 +395,7 @@ class LakeWork:
     def merge(self, schema: str, table: str, source: DataFrame, on: str, clauses: list[dml.When]) -> int:
         """MERGE INTO schema.table; returns the number of target rows deleted or updated plus the rows inserted (-1
         on a table created in this unit: its files are rewritten, rows are not counted)."""
+        source = structs_by_name(source, self.table(schema, table))  # Spark assigns structs by position
         if self._is_new(schema, table):
             with dml.source_view(source) as src:
                 self._rewrite_new(schema, table, lambda v, cols: dml.merged_rows_sql(

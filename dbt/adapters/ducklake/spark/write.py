@@ -271,6 +271,28 @@ def _encoded(df: DataFrame, table: TableInfo, keep: str | None) -> DataFrame:
     return df.select(*cols)
 
 
+def structs_by_name(df: DataFrame, table: TableInfo) -> DataFrame:
+    """The DataFrame with the fields of its struct columns matched by name to the table's column of the same name
+    (see _by_name), other columns as they are: a MERGE's source, whose values are assigned to the table's columns
+    in Spark expressions before any write conforms them.
+
+    Raises:
+        InvalidDataFileError: a struct field the table's column lacks.
+    """
+    target = {f.name.lower(): f for f in spark_schema(table.columns).fields}
+    where = f"table {table.schema_name}.{table.name}"
+    cols, changed = [], False
+    for f in df.schema.fields:
+        t = target.get(f.name.lower())
+        if t is not None and _reordered(f.dataType, t.dataType):
+            cols.append(_by_name(F.col(ident(f.name)), f.dataType, t.dataType, f"{where} column {t.name!r}")
+                        .alias(f.name))
+            changed = True
+        else:
+            cols.append(F.col(ident(f.name)))
+    return df.select(*cols) if changed else df
+
+
 def _by_name(value: SparkColumn, src: T.DataType, dst: T.DataType, where: str) -> SparkColumn:
     """The value with its struct fields matched to the table's by name (case-insensitive), at any depth: Spark casts
     structs by position. A table field the data lacks is NULL (as a column the INSERT does not list); a data field
