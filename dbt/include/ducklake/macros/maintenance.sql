@@ -36,26 +36,3 @@
   {% do adapter.ducklake_maintenance('check_files', schema=schema, table=table, footers=footers,
                                      schema_name=schema_name, table_name=table_name) %}
 {% endmacro %}
-
-{#- Renames a column, or a field of a nested column given by its path (payload.customer.name; list elements and map
-    values as element / value), as DuckDB's ALTER TABLE ... RENAME does: the field keeps its id, so every older file
-    reads it under the new name. One snapshot. on_schema_change cannot tell a rename from a drop and an add: rename
-    with this before running the model that uses the new name, e.g.
-    dbt run-operation ducklake_rename_column --args '{table: orders, column: payload.old_name, new_name: new_name}'
-    table: a name in the target schema, schema.table, or a relation. -#}
-{% macro ducklake_rename_column(table, column, new_name, schema=none) %}
-  {%- if table is string -%}
-    {%- set parts = table.split('.') -%}
-    {%- set relation = api.Relation.create(schema=(parts[0] if parts | length > 1 else (schema or target.schema)),
-                                           identifier=parts[-1], type='table') -%}
-  {%- else -%}
-    {%- set relation = table -%}
-  {%- endif -%}
-  {%- set path = [] -%}
-  {%- for part in column.split('.') -%}{%- do path.append(adapter.quote(part | trim)) -%}{%- endfor -%}
-  {% call statement('ducklake_rename_column') -%}
-    alter table {{ relation.include(database=false).render() }} rename column {{ path | join('.') }} to {{ adapter.quote(new_name) }}
-  {%- endcall %}
-  {% do adapter.commit() %}
-  {% do log("ducklake_rename_column: " ~ relation ~ " " ~ column ~ " renamed to " ~ new_name, info=true) %}
-{% endmacro %}
