@@ -47,7 +47,7 @@ from . import s3a
 from .local_write import write_local
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
-from .types import columns_from_spark, spark_field, spark_schema
+from .types import columns_from_spark, spark_field, spark_schema, to_spark
 
 if TYPE_CHECKING:
     from ..lake.write.transaction import Transaction
@@ -279,13 +279,18 @@ def structs_by_name(df: DataFrame, table: TableInfo) -> DataFrame:
     Raises:
         InvalidDataFileError: a struct field the table's column lacks.
     """
-    target = {f.name.lower(): f for f in spark_schema(table.columns).fields}
+    # only the table's columns with structs inside (others may be of types Spark cannot hold, read another way)
+    nested = {c.name.lower(): c for c in table.columns if any(n.type == "struct" for n in c.walk())}
     where = f"table {table.schema_name}.{table.name}"
     cols, changed = [], False
     for f in df.schema.fields:
-        t = target.get(f.name.lower())
-        if t is not None and _reordered(f.dataType, t.dataType):
-            cols.append(_by_name(F.col(ident(f.name)), f.dataType, t.dataType, f"{where} column {t.name!r}")
+        c = nested.get(f.name.lower())
+        try:
+            target = to_spark(c) if c is not None else None
+        except UnsupportedTypeError:
+            target = None
+        if c is not None and target is not None and _reordered(f.dataType, target):
+            cols.append(_by_name(F.col(ident(f.name)), f.dataType, target, f"{where} column {c.name!r}")
                         .alias(f.name))
             changed = True
         else:
