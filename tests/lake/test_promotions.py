@@ -10,7 +10,7 @@ import pytest
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, read_arrow, write_data_files
 from dbt.adapters.ducklake.lake.errors import SchemaEvolutionError
-from dbt.adapters.ducklake.lake.write.operations import promotion_allowed
+from dbt.adapters.ducklake.lake.write.promotions import promotion_allowed
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 

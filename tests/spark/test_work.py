@@ -104,3 +104,21 @@ def test_a_column_added_after_a_drop_keeps_the_rows_written_in_the_same_unit(spa
         assert sorted(con.execute("SELECT a, b, d FROM lake.main.t").fetchall(), key=str) == sorted(
             [(0, 0, None), (1, 1, None), (2, 2, None), (10, 20, "new")], key=str)
     assert violations(file_catalog_url) == []
+
+
+def test_merge_matches_struct_fields_by_name(spark: SparkSession, tmp_path: object) -> None:
+    """A source whose struct lists the table's fields in another order: values go to the fields of their names, also
+    where two clauses' values meet in one expression (Spark would cast, or refuse, the structs by position)."""
+    lake = DuckLake.create(f"duckdb:///{tmp_path}/m.ducklake", f"{tmp_path}/data/")
+    work = LakeWork(spark, lake)
+    work.create_table_as("main", "t", spark.sql("SELECT id, named_struct('a', id, 'b', concat('t', id)) AS st "
+                                                "FROM range(1, 4)"))
+    work.commit()
+    work = LakeWork(spark, lake)
+    source = spark.sql("SELECT id, named_struct('b', concat('s', id), 'a', id * 10) AS st FROM range(2, 6)")
+    work.merge("main", "t", source, "t.id = s.id", [When("matched", "update", "s.id = 2", None),
+                                                    When("matched", "update", None, {"st": "s.st"}),
+                                                    When("not_matched", "insert")])
+    work.commit()
+    assert _rows(lake, "t") == [(1, {"a": 1, "b": "t1"})] + [(i, {"a": i * 10, "b": f"s{i}"}) for i in range(2, 6)]
+    lake.close()

@@ -170,6 +170,21 @@ def _typed_statements() -> list[tuple[str, object]]:
         ("alter table s.t drop column a, drop column if exists b", r.Alter(schema="s", name="t", actions=(
             r.DropColumn(schema="s", name="t", column="a"),
             r.DropColumn(schema="s", name="t", column="b", if_exists=True)))),
+        # fields of nested columns by path (lists' element, maps' key and value on the way)
+        ("alter table s.t add columns (a int, p.f bigint, `l`.`element`.`g` struct<x:int>)", r.Alter(
+            schema="s", name="t", actions=(
+                r.AddColumns(schema="s", name="t", columns_ddl="a INT"),
+                r.ColumnPathChange(schema="s", name="t", action="add", path=("p", "f"), type_ddl="BIGINT"),
+                r.ColumnPathChange(schema="s", name="t", action="add", path=("l", "element", "g"),
+                                   type_ddl="STRUCT<x: INT>")))),
+        ("alter table s.t drop column p.f",
+         r.ColumnPathChange(schema="s", name="t", action="drop", path=("p", "f"))),
+        ("alter table s.t rename column `p`.`f` to `g`",
+         r.ColumnPathChange(schema="s", name="t", action="rename", path=("p", "f"), new_name="g")),
+        ("alter table s.t rename column a to b",
+         r.ColumnPathChange(schema="s", name="t", action="rename", path=("a",), new_name="b")),
+        ("alter table s.t alter column p type struct<f:bigint,g:string>",
+         r.AlterType(schema="s", name="t", column="p", new_type="STRUCT<f: BIGINT, g: STRING>")),
         # not lake objects (no schema): Spark runs them as written
         ("drop table t", Passthrough("drop table t", frozenset({("", "t")}))),
     ]
@@ -188,7 +203,7 @@ def test_every_kind_keeps_its_label() -> None:
         "Insert": "insert", "InsertOverwrite": "insert_overwrite", "Delete": "delete", "Update": "update",
         "Merge": "merge", "Truncate": "truncate", "Rename": "rename", "AddColumns": "add_columns",
         "DropColumn": "drop_column", "AlterType": "alter_type", "SetNullable": "set_nullable", "Comment": "comment",
-        "Alter": "alter", "Noop": "noop"}
+        "Alter": "alter", "Noop": "noop", "ColumnPathChange": "alter_column"}
     routed = {type(c) for _, c in _typed_statements()}
     assert set(_concrete_changes()) <= routed, "a kind without a statement in the table above"
 

@@ -17,6 +17,7 @@ from .router import (
     AlterType,
     Change,
     Clone,
+    ColumnPathChange,
     Comment,
     CreateSchema,
     CreateTable,
@@ -206,6 +207,19 @@ def _add_columns(spark: SparkSession, work: LakeWork, c: AddColumns) -> int:
 @_handles(DropColumn)
 def _drop_column(spark: SparkSession, work: LakeWork, c: DropColumn) -> int:
     work.drop_column(c.schema or "", c.name, c.column)
+    return -1
+
+
+@_handles(ColumnPathChange)
+def _column_path(spark: SparkSession, work: LakeWork, c: ColumnPathChange) -> int:
+    schema = c.schema or ""
+    if c.action == "add":
+        (field,) = _columns(spark, f"`{c.path[-1]}` {c.type_ddl}")
+        work.add_field(schema, c.name, c.path, field)
+    elif c.action == "drop":
+        work.drop_field(schema, c.name, c.path)
+    else:
+        work.rename_column(schema, c.name, c.path, c.new_name)
     return -1
 
 

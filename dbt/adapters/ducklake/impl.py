@@ -35,7 +35,7 @@ from .runtime import SetupError
 from .spark.names import table_refs
 from .spark.pruned_frames import prunable
 from .spark.session import is_started, session_of
-from .spark.types import to_spark
+from .spark.types import added_fields, to_spark
 from .spark.work import LakeWork
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -482,6 +482,19 @@ class DuckLakeAdapter(SparkAdapter):
         rt = self._handle().runtime
         rt.names.refresh(table_refs(sql))
         return list(rt.spark.sql(sql).columns)
+
+    @available
+    def nested_fields_added(self, relation: BaseRelation, column: str, new_type: str) -> list[str]:
+        """The `path type` entries of ALTER TABLE ... ADD COLUMNS for the struct fields that the model's type of a
+        nested column has and the table's lacks (on_schema_change append_new_columns: fields are added, never
+        dropped or changed)."""
+        current = next((c for c in self.get_columns_in_relation(relation) if c.name.lower() == column.lower()), None)
+        if current is None:
+            return []
+        spark = self._handle().runtime.spark
+        old, new = (spark.createDataFrame([], f"x {t}").schema.fields[0].dataType for t in (current.dtype, new_type))
+        return [".".join(self.quote(p) for p in path) + " " + dtype.simpleString()
+                for path, dtype in added_fields(old, new, (current.name,))]
 
     @available
     def partition_source_columns(self, partition_by: list[str]) -> list[str]:

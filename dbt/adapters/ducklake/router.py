@@ -221,6 +221,19 @@ class DropColumn(Change):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ColumnPathChange(Change):
+    """A change of a column named by its path (`element`, `key`, `value` on the way through lists and maps):
+    ADD COLUMN s.f TYPE (action add, type_ddl), DROP COLUMN s.f (drop), RENAME COLUMN c TO d or s.f TO g (rename,
+    new_name)."""
+
+    kind: ClassVar[str] = "alter_column"
+    action: str
+    path: tuple[str, ...]
+    type_ddl: str = ""
+    new_name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class AlterType(Change):
     kind: ClassVar[str] = "alter_type"
     column: str
@@ -677,12 +690,12 @@ def _alter(tree: exp.Alter) -> Change | None:
     if isinstance(a, exp.AlterRename):
         _new_schema, new_name = _target(a.this)
         return Rename(schema=schema, name=name, new_name=new_name or "")
-    if isinstance(a, exp.ColumnDef):
-        ddl = ", ".join(_column_ddl(x) for x in actions if isinstance(x, exp.ColumnDef))
-        return AddColumns(schema=schema, name=name, columns_ddl=ddl, types=_alter_types(tree))
-    if isinstance(a, exp.Schema):
-        ddl = ", ".join(_column_ddl(x) for x in a.expressions if isinstance(x, exp.ColumnDef))
-        return AddColumns(schema=schema, name=name, columns_ddl=ddl, types=_alter_types(tree))
+    if isinstance(a, exp.ColumnDef | exp.Schema):
+        defs = [x for x in (a.expressions if isinstance(a, exp.Schema) else actions) if isinstance(x, exp.ColumnDef)]
+        return _add_columns(tree, schema, name, defs)
+    if isinstance(a, exp.RenameColumn):
+        return ColumnPathChange(schema=schema, name=name, action="rename", path=_path(a.this),
+                                new_name=a.args["to"].name)
     if isinstance(a, exp.AlterColumn):
         col = a.this.name
         if a.args.get("comment") is not None:
@@ -697,11 +710,34 @@ def _alter(tree: exp.Alter) -> Change | None:
         cols = [c for t in (a.args.get("tables") or [a.this])  # DROP COLUMNS (a, b): a Schema of names
                 for c in (t.expressions if isinstance(t, exp.Schema) else [t])]
         drops = tuple(DropColumn(schema=schema, name=name, column=c.name, if_exists=bool(a.args.get("exists")))
+                      if len(_path(c)) == 1 else ColumnPathChange(schema=schema, name=name, action="drop", path=_path(c))
                       for c in cols)
         return drops[0] if len(drops) == 1 else Alter(schema=schema, name=name, actions=drops)
     if isinstance(a, (exp.AlterSet,)):
         return Noop(schema=schema, name=name)  # TBLPROPERTIES etc.: Spark-catalog settings with no DuckLake meaning
     return None
+
+
+def _path(node: exp.Expr) -> tuple[str, ...]:
+    """The parts of a column name: `c`, or `s.f` / `l.element.f` for a field of a nested column."""
+    if isinstance(node, exp.Dot):
+        return (*_path(node.this), node.expression.name)
+    if isinstance(node, exp.Column):
+        return tuple(p.name for p in node.parts)
+    return (node.name,)
+
+
+def _add_columns(tree: exp.Alter, schema: str, name: str, defs: list[exp.ColumnDef]) -> Change:
+    """ADD COLUMNS: new top-level columns (one AddColumns), then fields of nested columns (one change each)."""
+    top = [d for d in defs if len(_path(d.this)) == 1]
+    fields = [ColumnPathChange(schema=schema, name=name, action="add", path=_path(d.this),
+                               type_ddl=_type_sql(d.args.get("kind")) or "") for d in defs if len(_path(d.this)) > 1]
+    parts: list[Change] = []
+    if top:
+        ddl = ", ".join(_column_ddl(x) for x in top)
+        parts.append(AddColumns(schema=schema, name=name, columns_ddl=ddl, types=_alter_types(tree)))
+    parts += fields
+    return parts[0] if len(parts) == 1 else Alter(schema=schema, name=name, actions=tuple(parts))
 
 
 def _several(tree: exp.Alter, kind: str, schema: str, name: str, actions: list[exp.Expr]) -> Alter:

@@ -218,3 +218,40 @@ def typed_reads(df: Any, columns: Sequence[Column]) -> Any:
         return df
     return df.select(*[F.col(f"`{c}`").alias(c, metadata={**df.schema[c].metadata, TYPE_KEY: tagged[c]})
                        if c in tagged else F.col(f"`{c}`") for c in df.columns])
+
+
+def keep_stored_types(current: Column, target: Column) -> Column:
+    """A nested column's new type tree (from a Spark type) with the DuckLake type of each leaf that Spark reads as the
+    new one kept: a field stored as uuid (or json, uint32, ...) reads as a Spark string (or long), so a model's
+    unchanged field must not look like a type change. Fields are matched by name (case-insensitive)."""
+    if current.children and target.children and current.type == target.type:
+        by_name = {c.name.lower(): c for c in current.children}
+        kids = tuple(keep_stored_types(by_name[t.name.lower()], t) if t.name.lower() in by_name else t
+                     for t in target.children)
+        return dataclasses.replace(target, children=kids)
+    if current.children or target.children or current.type == target.type:
+        return target
+    try:
+        same = to_spark(current) == to_spark(target)
+    except UnsupportedTypeError:
+        return target
+    return dataclasses.replace(target, type=current.type) if same else target
+
+
+def added_fields(current: T.DataType, new: T.DataType, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], T.DataType]]:
+    """The struct fields new has and current lacks (matched by name, case-insensitive, through list elements and map
+    keys and values), each with its path from path: what ADD COLUMN s.f adds. Other differences are left out."""
+    if isinstance(current, T.StructType) and isinstance(new, T.StructType):
+        have = {f.name.lower(): f for f in current.fields}
+        out: list[tuple[tuple[str, ...], T.DataType]] = []
+        for f in new.fields:
+            old = have.get(f.name.lower())
+            out += ([((*path, f.name), f.dataType)] if old is None
+                    else added_fields(old.dataType, f.dataType, (*path, old.name)))
+        return out
+    if isinstance(current, T.ArrayType) and isinstance(new, T.ArrayType):
+        return added_fields(current.elementType, new.elementType, (*path, "element"))
+    if isinstance(current, T.MapType) and isinstance(new, T.MapType):
+        return (added_fields(current.keyType, new.keyType, (*path, "key"))
+                + added_fields(current.valueType, new.valueType, (*path, "value")))
+    return []

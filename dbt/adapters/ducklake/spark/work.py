@@ -32,8 +32,14 @@ from . import dml
 from .names import SPARK_SQL_TAG
 from .scan import file_uri
 from .sql_literals import ident
-from .types import from_spark, spark_schema, to_spark
-from .write import stage_append, stage_create_table_as, stage_create_table_from_arrow, write_files
+from .types import from_spark, keep_stored_types, spark_schema, to_spark
+from .write import (
+    stage_append,
+    stage_create_table_as,
+    stage_create_table_from_arrow,
+    structs_by_name,
+    write_files,
+)
 
 
 class UnitOfWorkError(ValueError):
@@ -183,10 +189,30 @@ class LakeWork:
     def drop_column(self, schema: str, table: str, column: str) -> None:
         self.tx.drop_column(schema, table, column)
 
+    def add_field(self, schema: str, table: str, path: Sequence[str], field: Column) -> None:
+        """ADD COLUMN s.f: a field of a nested column (Transaction.add_field)."""
+        self.tx.add_field(schema, table, path, field)
+
+    def drop_field(self, schema: str, table: str, path: Sequence[str]) -> None:
+        self.tx.drop_field(schema, table, path)
+
+    def rename_column(self, schema: str, table: str, path: Sequence[str], new_name: str) -> None:
+        """RENAME COLUMN: a top-level column (path of one name) or a field of a nested column."""
+        if len(path) == 1:
+            self.tx.rename_column(schema, table, path[0], new_name)
+        else:
+            self.tx.rename_field(schema, table, path, new_name)
+
     def alter_column_type(self, schema: str, table: str, column: str, spark_type: str) -> None:
-        """ALTER COLUMN ... TYPE, the new type in Spark SQL (a widening: Transaction.alter_column_type)."""
+        """ALTER COLUMN ... TYPE, the new type in Spark SQL: a widening (Transaction.alter_column_type), or a nested
+        column's new type, whose fields are added, dropped or widened (Transaction.evolve_column)."""
         field = self.spark.createDataFrame([], f"x {spark_type}").schema.fields[0]
-        self.tx.alter_column_type(schema, table, column, from_spark(field, iter(range(1, 10**6)).__next__).type)
+        target = from_spark(field, iter(range(1, 10**6)).__next__)
+        current = self.table(schema, table).column(column)
+        if current.is_nested or target.is_nested:
+            self.tx.evolve_column(schema, table, column, keep_stored_types(current, target))
+        else:
+            self.tx.alter_column_type(schema, table, column, target.type)
 
     def set_column_nullable(self, schema: str, table: str, column: str, nullable: bool) -> None:
         self.tx.set_column_nullable(schema, table, column, nullable)
@@ -369,6 +395,7 @@ class LakeWork:
     def merge(self, schema: str, table: str, source: DataFrame, on: str, clauses: list[dml.When]) -> int:
         """MERGE INTO schema.table; returns the number of target rows deleted or updated plus the rows inserted (-1
         on a table created in this unit: its files are rewritten, rows are not counted)."""
+        source = structs_by_name(source, self.table(schema, table))  # Spark assigns structs by position
         if self._is_new(schema, table):
             with dml.source_view(source) as src:
                 self._rewrite_new(schema, table, lambda v, cols: dml.merged_rows_sql(

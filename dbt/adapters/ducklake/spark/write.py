@@ -47,7 +47,7 @@ from . import s3a
 from .local_write import write_local
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
-from .types import columns_from_spark, spark_field, spark_schema
+from .types import columns_from_spark, spark_field, spark_schema, to_spark
 
 if TYPE_CHECKING:
     from ..lake.write.transaction import Transaction
@@ -223,9 +223,9 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
             raise InvalidDataFileError(f"the data has several columns named like {field.name!r}: "
                                        f"{[f.name for f in found]}")
         src = found[0]
-        _check_struct_fields(src.dataType, field.dataType, f"{where} column {field.name!r}")
         sources.append(src)
-        value = F.col(ident(src.name)).cast(field.dataType)
+        value = _by_name(F.col(ident(src.name)), src.dataType, field.dataType, f"{where} column {field.name!r}")
+        value = value.cast(field.dataType)
         if not field.nullable:
             # NOT NULL is checked by the executors as they write (the job fails, nothing is committed)
             msg = f"NOT NULL constraint failed: {where} column {field.name!r} got a NULL"
@@ -271,25 +271,80 @@ def _encoded(df: DataFrame, table: TableInfo, keep: str | None) -> DataFrame:
     return df.select(*cols)
 
 
-def _check_struct_fields(src: T.DataType, dst: T.DataType, where: str) -> None:
-    """Spark casts structs by position: refuse struct fields that do not line up by name (case-insensitive).
+def structs_by_name(df: DataFrame, table: TableInfo) -> DataFrame:
+    """The DataFrame with the fields of its struct columns matched by name to the table's column of the same name
+    (see _by_name), other columns as they are: a MERGE's source, whose values are assigned to the table's columns
+    in Spark expressions before any write conforms them.
+
+    Raises:
+        InvalidDataFileError: a struct field the table's column lacks.
+    """
+    # only the table's columns with structs inside (others may be of types Spark cannot hold, read another way)
+    nested = {c.name.lower(): c for c in table.columns if any(n.type == "struct" for n in c.walk())}
+    where = f"table {table.schema_name}.{table.name}"
+    cols, changed = [], False
+    for f in df.schema.fields:
+        c = nested.get(f.name.lower())
+        try:
+            target = to_spark(c) if c is not None else None
+        except UnsupportedTypeError:
+            target = None
+        if c is not None and target is not None and _reordered(f.dataType, target):
+            cols.append(_by_name(F.col(ident(f.name)), f.dataType, target, f"{where} column {c.name!r}")
+                        .alias(f.name))
+            changed = True
+        else:
+            cols.append(F.col(ident(f.name)))
+    return df.select(*cols) if changed else df
+
+
+def _by_name(value: SparkColumn, src: T.DataType, dst: T.DataType, where: str) -> SparkColumn:
+    """The value with its struct fields matched to the table's by name (case-insensitive), at any depth: Spark casts
+    structs by position. A table field the data lacks is NULL (as a column the INSERT does not list); a data field
+    the table lacks is refused rather than lost.
 
     Raises:
         InvalidDataFileError: naming the struct and both field lists.
     """
+    if not _reordered(src, dst):
+        return value
+    if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
+        wanted = {f.name.lower() for f in dst.fields}
+        extra = [f.name for f in src.fields if f.name.lower() not in wanted]
+        if extra:
+            raise InvalidDataFileError(
+                f"{where}: the data's struct fields {extra} are not fields of the table's struct "
+                f"{dst.fieldNames()} (add them first: on_schema_change append_new_columns or sync_all_columns)")
+        have = {f.name.lower(): f for f in src.fields}
+        parts = []
+        for d in dst.fields:
+            s = have.get(d.name.lower())
+            v = (_by_name(value.getField(s.name), s.dataType, d.dataType, f"{where}.{d.name}") if s is not None
+                 else F.lit(None))
+            parts.append(v.cast(d.dataType).alias(d.name))
+        return F.when(value.isNull(), F.lit(None)).otherwise(F.struct(*parts))
+    if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
+        return F.transform(value, lambda e: _by_name(e, src.elementType, dst.elementType, f"{where}.element"))
+    if isinstance(src, T.MapType) and isinstance(dst, T.MapType):
+        if _reordered(src.keyType, dst.keyType):
+            value = F.transform_keys(value, lambda k, _v: _by_name(k, src.keyType, dst.keyType, f"{where}.key"))
+        if _reordered(src.valueType, dst.valueType):
+            value = F.transform_values(value, lambda _k, v: _by_name(v, src.valueType, dst.valueType,
+                                                                      f"{where}.value"))
+    return value
+
+
+def _reordered(src: T.DataType, dst: T.DataType) -> bool:
+    """Whether some struct inside differs from the table's in its field names or their order."""
     if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
         if [f.name.lower() for f in src.fields] != [f.name.lower() for f in dst.fields]:
-            raise InvalidDataFileError(
-                f"{where}: the data's struct fields {src.fieldNames()} do not match the table's {dst.fieldNames()} "
-                "(same names in the same order needed; Spark casts structs by position)"
-            )
-        for a, b in zip(src.fields, dst.fields, strict=True):
-            _check_struct_fields(a.dataType, b.dataType, f"{where}.{b.name}")
-    elif isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
-        _check_struct_fields(src.elementType, dst.elementType, f"{where}.element")
-    elif isinstance(src, T.MapType) and isinstance(dst, T.MapType):
-        _check_struct_fields(src.keyType, dst.keyType, f"{where}.key")
-        _check_struct_fields(src.valueType, dst.valueType, f"{where}.value")
+            return True
+        return any(_reordered(a.dataType, b.dataType) for a, b in zip(src.fields, dst.fields, strict=True))
+    if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
+        return _reordered(src.elementType, dst.elementType)
+    if isinstance(src, T.MapType) and isinstance(dst, T.MapType):
+        return _reordered(src.keyType, dst.keyType) or _reordered(src.valueType, dst.valueType)
+    return False
 
 
 def _has_list_or_map(column: Column) -> bool:

@@ -150,6 +150,52 @@
   {%- endfor -%}
 {%- endmacro %}
 
+{#- on_schema_change inside nested columns, as DuckLake evolves them (no file is rewritten; old files read a new field
+    as NULL): append_new_columns also adds the struct fields the model's nested columns gained (ADD COLUMN s.f, in
+    list elements and map values too), never dropping or changing one; sync_all_columns changes a nested column's
+    type through alter_column_type below, which adds, drops and widens its fields. A rename is not detected (it
+    reads as a drop and an add): rename first with the ducklake_rename_column run-operation. -#}
+{% macro ducklake__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict) -%}
+  {%- if on_schema_change == 'append_new_columns' -%}
+    {%- set fields = [] -%}
+    {%- for changed in schema_changes_dict['new_target_types'] -%}
+      {%- do fields.extend(adapter.nested_fields_added(target_relation, changed['column_name'],
+                                                       changed['new_type'])) -%}
+    {%- endfor -%}
+    {%- if fields -%}
+      {%- call statement('add_nested_fields') -%}
+        alter table {{ target_relation.render() }} add columns ({{ fields | join(', ') }})
+      {%- endcall -%}
+      {% do log("In " ~ target_relation ~ ": nested fields added: " ~ fields | join(', ')) %}
+    {%- endif -%}
+  {%- endif -%}
+  {% do default__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict) %}
+{%- endmacro %}
+
+{#- Renames a column, or a field of a nested column given by its path (payload.customer.name; list elements and map
+    values as element / value), as DuckDB's ALTER TABLE ... RENAME does: the field keeps its id, so every older file
+    reads it under the new name. One snapshot. on_schema_change cannot tell a rename from a drop and an add: rename
+    with this before running the model that uses the new name, e.g.
+    dbt run-operation ducklake_rename_column --args '{table: orders, column: payload.old_name, new_name: new_name}'
+    table: a name in the target schema, schema.table, or a relation. -#}
+{% macro ducklake_rename_column(table, column, new_name, schema=none) %}
+  {%- if table is string -%}
+    {%- set parts = table.split('.') -%}
+    {%- set relation = api.Relation.create(schema=(parts[0] if parts | length > 1 else (schema or target.schema)),
+                                           identifier=parts[-1], type='table') -%}
+  {%- else -%}
+    {%- set relation = table -%}
+  {%- endif -%}
+  {%- set path = [] -%}
+  {%- for part in column.split('.') -%}{%- do path.append(adapter.quote(part | trim)) -%}{%- endfor -%}
+  {% call statement('ducklake_rename_column') -%}
+    alter table {{ relation.include(database=false).render() }} rename column {{ path | join('.') }} to {{ adapter.quote(new_name) }}
+  {%- endcall %}
+  {% do adapter.commit() %}
+  {% do log("ducklake_rename_column: " ~ relation ~ " " ~ column ~ " renamed to " ~ new_name, info=true) %}
+{% endmacro %}
+
+{#- A nested column's new type (sync_all_columns) adds, drops and widens its fields; a top-level type only widens. -#}
 {% macro ducklake__alter_column_type(relation, column_name, new_column_type) -%}
   {%- call statement('alter_column_type') -%}
     alter table {{ relation.render() }} alter column {{ adapter.quote(column_name) }} type {{ new_column_type }}

@@ -150,7 +150,9 @@ def build_column_tree(rows: Iterable[Sequence[Any]]) -> tuple[Column, ...]:
                     column_id=r[0],
                     name=r[2],
                     type=r[3].lower(),
-                    nullable=bool(r[6]) if r[6] is not None else True,
+                    # DuckDB enforces no NOT NULL inside a nested column, though it stores nulls_allowed=false
+                    # for the fields an ALTER adds, renames or widens: only a top-level column can be NOT NULL
+                    nullable=bool(r[6]) if r[6] is not None and parent is None else True,
                     initial_default=r[4],
                     default_value=None if default in (None, "NULL") else default,
                     children=build(r[0]),

@@ -20,6 +20,7 @@ from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, Table
 from . import catalog_rows, file_rows, inlining
 from .catalog_view import CatalogReader, CatalogView, parent_of
 from .inlining import InlinedRows
+from .nested_fields import NestedChange
 
 DEFAULT_INLINING_LIMIT = 10  # spec 1.0's default data_inlining_row_limit
 
@@ -128,6 +129,17 @@ class CatalogBuilder(CatalogView):
         for col in info.column(name).walk():
             self.add(*catalog_rows.end_columns(info.table_id, self.snapshot_id, col.column_id))
         return new
+
+    def change_nested_column(self, info: TableInfo, change: NestedChange) -> TableInfo:
+        """End the rows of the fields that change and begin theirs, with the reference's flags (nested_fields)."""
+        out = super().change_nested_column(info, change)
+        for column_id in change.ended:
+            self.add(*catalog_rows.end_columns(info.table_id, self.snapshot_id, column_id))
+        rows = [catalog_rows.ColumnRow(info.table_id, r.column.column_id, r.column.column_id, r.column.name,
+                                       r.column.type, None, "NULL", r.nulls_allowed, r.parent, r.default_value_type)
+                for r in change.rows]
+        self.add_rows(catalog_rows.columns(self.db.dialect, rows, self.snapshot_id))
+        return out
 
     def replace_column(self, info: TableInfo, old: Column, new: Column) -> TableInfo:
         """End a column's row and insert its new version (same id): rename, type, default, nullability."""

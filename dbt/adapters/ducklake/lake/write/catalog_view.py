@@ -7,7 +7,7 @@ CatalogBuilder (lake/builder), the view that also records the rows of what chang
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy.engine import Connection
@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..paths import table_directory, uuid7
 from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
+from .nested_fields import NestedChange
 
 
 def quote(name: str) -> str:
@@ -378,6 +379,22 @@ class CatalogView:
         self._assigned_column_ids.setdefault(info.table_id, []).extend(c.column_id for c in col.walk())
         self.altered(info.table_id)
         return self.replace_table(info, replace(info, columns=info.columns + (col,)))
+
+    def column_id_source(self, info: TableInfo) -> Callable[[], int]:
+        """next_column_id as a counter: each call gives the table the next id (the new fields of a nested change)."""
+
+        def take() -> int:
+            cid = self.next_column_id(info)
+            self._assigned_column_ids.setdefault(info.table_id, []).append(cid)
+            return cid
+
+        return take
+
+    def change_nested_column(self, info: TableInfo, change: NestedChange) -> TableInfo:
+        """A top-level column's new tree after a change of its fields (lake/write/nested_fields)."""
+        self.altered(info.table_id)
+        return self.replace_table(info, replace(info, columns=_swap(info.columns, change.column.column_id,
+                                                                    change.column)))
 
     def drop_column(self, info: TableInfo, name: str) -> TableInfo:
         col = info.column(name)

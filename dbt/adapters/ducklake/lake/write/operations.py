@@ -21,48 +21,12 @@ from ..read.deletes import (
     write_puffin_deletes,
 )
 from ..records import Column, ColumnStats, DataFile, TableInfo
-from . import file_rows
+from . import file_rows, nested_fields
 from .builder import CatalogBuilder
 from .catalog_view import CatalogView
 from .datafiles import DataFileSpec
 from .inlining import take_small_insert
-
-# The widening type changes the reference allows (DuckDB's max-logical-type rule, checked against DuckDB 1.5).
-_SIGNED = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "int128": 128}
-_UNSIGNED = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
-_INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19, "uint8": 3, "uint16": 5, "uint32": 10, "uint64": 20}
-
-
-def promotion_allowed(source: str, target: str) -> bool:
-    """Whether ALTER COLUMN TYPE source -> target is a widening the reference accepts (files are not rewritten)."""
-    from ..types import decimal_params
-
-    if source == target:
-        return False
-    if source in _SIGNED or source in _UNSIGNED:
-        if target in ("float32", "float64"):
-            return True
-        if target in _SIGNED:
-            bits = _SIGNED.get(source) or _UNSIGNED[source]
-            return _SIGNED[target] > bits
-        if target in _UNSIGNED:
-            return source in _UNSIGNED and _UNSIGNED[target] > _UNSIGNED[source]
-        if target.startswith("decimal") and source in _INT_DIGITS:
-            p, s = decimal_params(target)
-            return p - s >= _INT_DIGITS[source]
-        return False
-    if source == "float32":
-        return target == "float64"
-    if source.startswith("decimal"):
-        if target in ("float32", "float64"):
-            return True
-        if target.startswith("decimal"):
-            (p1, s1), (p2, s2) = decimal_params(source), decimal_params(target)
-            return s2 >= s1 and p2 - s2 >= p1 - s1
-        return False
-    if source == "date":
-        return target in ("timestamp", "timestamptz")
-    return source == "timestamp" and target == "timestamptz"
+from .promotions import promotion_allowed
 
 
 class Operation:
@@ -232,6 +196,45 @@ class AlterColumn(DdlOperation):
             new = replace(new, nullable=self.nullable)
         if new != old:
             b.replace_column(info, old, new)
+
+
+@dataclass
+class ChangeField(DdlOperation):
+    """A change inside a nested column, as the reference writes it (nested_fields): `add` the field at path (field:
+    its type tree), `drop` or `rename` (to new_name) the field at path, or `type`: the column path[0] evolves to the
+    nested type tree field (new fields added, missing ones dropped, leaves widened)."""
+
+    schema: str
+    table: str
+    path: tuple[str, ...]
+    action: str
+    field: Column | None = None
+    new_name: str | None = None
+    staged_ids: tuple[int, ...] | None = None  # the ids staging gave new fields: files may carry them
+
+    def apply(self, b: CatalogView) -> None:
+        info = bound_table(b, self, self.table)
+        top = info.column(self.path[0])
+        if self.action == "add" and self.field is not None:
+            change = nested_fields.add_field(top, self.path, self.field, b.column_id_source(info))
+        elif self.action == "drop":
+            change = nested_fields.drop_field(top, self.path)
+        elif self.action == "rename" and self.new_name is not None:
+            change = nested_fields.rename_field(top, self.path, self.new_name)
+        elif self.action == "type" and self.field is not None:
+            change = nested_fields.evolve(top, self.field, b.column_id_source(info))
+        else:
+            raise ValueError(f"ChangeField: unknown action {self.action!r} or missing argument")
+        if not change.ended and not change.rows:
+            return  # the same type: no change, as an unchanged ALTER of another column
+        b.change_nested_column(info, change)
+        if self.staged_ids is None:
+            self.staged_ids = change.added_ids
+        elif change.added_ids != self.staged_ids:
+            raise CommitConflictError(f"the fields added to {self.schema}.{self.table} column {top.name!r} would get "
+                                      f"column ids {list(change.added_ids)} at commit, but were staged (and their "
+                                      f"data written) with {list(self.staged_ids)}: another writer changed the "
+                                      "table's columns")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
 from ..errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
 from ..paths import discard_files, file_io
 from ..records import Column, Snapshot, TableInfo, ViewInfo
+from ..types import parse_type
 from . import commit_outcome
 from . import operations as ops
 from .builder import CatalogBuilder
@@ -204,7 +205,8 @@ class Transaction:
             op = self._ops[i]
             if op.bound_table_id is not None or getattr(op, "schema", "").lower() != schema:
                 continue
-            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.DropColumn | ops.AlterColumn | CloneData)
+            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.DropColumn | ops.AlterColumn
+                                    | ops.ChangeField | CloneData)
             target = getattr(op, "table" if on_columns else "name", None)
             if not isinstance(target, str) or target.lower() != current.lower():
                 continue
@@ -345,6 +347,29 @@ class Transaction:
     def alter_column_type(self, schema: str, table: str, column: str, new_type: str) -> None:
         """Widen a column's type (int8→…→int64, uint→wider, float32→float64). Raises SchemaEvolutionError."""
         self.stage(ops.AlterColumn(schema, table, column, new_type=new_type))
+
+    def add_field(self, schema: str, table: str, path: Sequence[str], field: Column) -> None:
+        """ALTER TABLE t ADD COLUMN s.f: a new field of the struct at path[:-1] (lists' `element`, maps' `key` and
+        `value` on the way), named path[-1], of field's type tree. Raises SchemaEvolutionError."""
+        for node in field.walk():
+            parse_type(node.type)
+        self.stage(ops.ChangeField(schema, table, tuple(path), "add", field=field))
+
+    def drop_field(self, schema: str, table: str, path: Sequence[str]) -> None:
+        """ALTER TABLE t DROP COLUMN s.f: a struct field and its children. Raises SchemaEvolutionError."""
+        self.stage(ops.ChangeField(schema, table, tuple(path), "drop"))
+
+    def rename_field(self, schema: str, table: str, path: Sequence[str], new_name: str) -> None:
+        """ALTER TABLE t RENAME COLUMN s.f TO g: a struct field, same id. Raises SchemaEvolutionError."""
+        self.stage(ops.ChangeField(schema, table, tuple(path), "rename", new_name=new_name))
+
+    def evolve_column(self, schema: str, table: str, column: str, target: Column) -> None:
+        """ALTER TABLE t ALTER COLUMN s TYPE <nested type>: fields matched by name keep their ids, new ones are added,
+        missing ones dropped, leaves widened (target: the new type tree; its ids are ignored). Raises
+        SchemaEvolutionError for a change of kind or a narrowing, naming the field."""
+        for node in target.walk():
+            parse_type(node.type)
+        self.stage(ops.ChangeField(schema, table, (column,), "type", field=target))
 
     def set_column_default(self, schema: str, table: str, column: str, default: str | None) -> None:
         self.stage(ops.AlterColumn(schema, table, column, default=default, set_default=True))
