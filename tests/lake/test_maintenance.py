@@ -215,6 +215,12 @@ BAD_INPUT = [
                  "nope", id="merge-no-table"),
     pytest.param(lambda lk: mt.flush_inlined_data(lk, "nope"), "flush_inlined_data('lake', schema_name => 'nope')",
                  "nope", id="flush-no-schema"),
+    pytest.param(lambda lk: mt.rewrite_data_files(lk, delete_threshold=1.5),
+                 "rewrite_data_files('lake', delete_threshold => 1.5)", "between 0 and 1", id="rewrite-threshold-above-1"),
+    pytest.param(lambda lk: mt.rewrite_data_files(lk, delete_threshold=-0.1),
+                 "rewrite_data_files('lake', delete_threshold => -0.1)", "between 0 and 1", id="rewrite-threshold-below-0"),
+    pytest.param(lambda lk: mt.rewrite_data_files(lk, "main", "nope", delete_threshold=0),
+                 "rewrite_data_files('lake', 'nope', delete_threshold => 0)", "nope", id="rewrite-no-table"),
 ]
 
 
@@ -495,7 +501,7 @@ def test_merge_adjacent_options_like_duckdb(tmp_path: Path, kw: dict[str, Any], 
     assert {(s, t): (n, m) for s, t, n, m in got} == {k: (sum(v), len(v)) for k, v in want.items()}
     assert got, "the case must merge something"
     # cheaper than _compare_op (these lakes have ~30 snapshots): DuckDB's rows at every snapshot, our latest rows
-    assert _rows_at_every_snapshot(ours) == _rows_at_every_snapshot(theirs)
+    assert _unordered_rows(ours) == _unordered_rows(theirs)
     assert _counts(ours) == _counts(theirs)
     for lk in (ours, theirs):
         lake = DuckLake.open(lk.url)
@@ -532,3 +538,131 @@ def test_merge_adjacent_files_with_intervals(tmp_path: Path) -> None:
             got = con.execute(f"SELECT * FROM lake.main.t AT (VERSION => {snap}) ORDER BY id").fetchall()
             assert got == [r for r in want if any(r[0] == g[0] for g in got)]
     assert violations(catalog) == []
+
+
+# rewrite_data_files ------------------------------------------------------------------------------------------------
+def _deleted_files(con: Any, lake: str) -> None:
+    """t: two files with deletes (inlined file deletes on one, a delete file on the other), an untouched file, an
+    inlined row, a float column; p: partitioned, deletes in both partitions of two inserts, a second delete of one
+    file (a partial delete file); u: a file with few deletes (below the default threshold) next to a heavy one."""
+    con.execute(f"USE {lake}")
+    for stmt in (
+        "CREATE TABLE t (i INTEGER, s VARCHAR, f DOUBLE)",
+        "INSERT INTO t SELECT i, 'a' || i, i / 2 FROM range(0, 20) r(i)",
+        "INSERT INTO t SELECT i, 'b' || i, i / 2 FROM range(20, 40) r(i)",
+        "INSERT INTO t SELECT i, 'c' || i, NULL FROM range(40, 60) r(i)",
+        "INSERT INTO t VALUES (100, 'inl', 1.5)",
+        "DELETE FROM t WHERE i < 3",
+        "DELETE FROM t WHERE i >= 25 AND i < 39",
+        "CREATE TABLE p (i INTEGER, c VARCHAR)",
+        "ALTER TABLE p SET PARTITIONED BY (c)",
+        "INSERT INTO p SELECT i, chr((97 + i % 2)::INTEGER) FROM range(0, 40) r(i)",
+        "INSERT INTO p SELECT i, chr((97 + i % 2)::INTEGER) FROM range(40, 80) r(i)",
+        "DELETE FROM p WHERE i % 4 = 0 OR i < 30",
+        "DELETE FROM p WHERE i IN (31, 33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57)",
+        "CREATE TABLE u (i INTEGER)",
+        "INSERT INTO u SELECT i FROM range(0, 100) r(i)",
+        "INSERT INTO u SELECT i FROM range(100, 200) r(i)",
+        "DELETE FROM u WHERE i < 30 OR i >= 104",
+    ):
+        con.execute(stmt)
+
+
+def _unordered_rows(lk: Lake) -> dict[tuple[int, str], list[Any]]:
+    """DuckDB's rows (rowid first) of t, p and u at every snapshot where they exist, read without an ORDER BY (see
+    test_rewrite_data_files_like_duckdb) and sorted here."""
+    out: dict[tuple[int, str], list[Any]] = {}
+    with reference.attached(lk.url, read_only=True) as con:
+        for (sid,) in con.execute("SELECT snapshot_id FROM lake.snapshots()").fetchall():
+            for name in "tpu":
+                try:
+                    out[(sid, name)] = plain_rows(
+                        con.execute(f"SELECT rowid, * FROM lake.main.{name} AT (VERSION => {sid})").fetchall())
+                except duckdb.CatalogException:
+                    continue  # not created yet
+    return out
+
+
+def _ours_at_every_snapshot(lk: Lake, keys: Any) -> dict[tuple[int, str], list[Any]]:
+    """Our reader's rows (rowid first) of the (snapshot, table) keys, in DuckDB's form."""
+    lake = DuckLake.open(lk.url)
+    try:
+        with lake.db.reading():
+            out = {}
+            for sid, name in keys:
+                st = lake.snapshot(sid)
+                out[(sid, name)] = arrow_rows(read_arrow(st, st.table("main", name)))
+            return out
+    finally:
+        lake.close()
+
+
+def _rewrite_rows(lk: Lake) -> dict[str, Any]:
+    """The catalog rows a rewrite writes, without file ids, paths and sizes (the copies' files differ in those)."""
+    return {
+        "data_files": sorted(lk.rows(
+            "SELECT table_id, begin_snapshot, end_snapshot, record_count, row_id_start, partition_id, partial_max, "
+            "(SELECT string_agg(partition_value, '/') FROM {p}ducklake_file_partition_value v "
+            "WHERE v.data_file_id = d.data_file_id) FROM {p}ducklake_data_file d"), key=repr),
+        "delete_files": sorted(lk.rows("SELECT table_id, begin_snapshot, end_snapshot, delete_count, partial_max "
+                                       "FROM {p}ducklake_delete_file"), key=repr),
+        "changes": lk.rows("SELECT snapshot_id, changes_made FROM {p}ducklake_snapshot_changes ORDER BY 1"),
+        "snapshots": lk.rows("SELECT snapshot_id, schema_version, next_catalog_id, next_file_id "
+                             "FROM {p}ducklake_snapshot ORDER BY 1"),
+        "table_stats": lk.rows("SELECT table_id, record_count, next_row_id FROM {p}ducklake_table_stats ORDER BY 1"),
+        "column_stats": lk.rows("SELECT * FROM {p}ducklake_table_column_stats ORDER BY 1, 2"),
+        "scheduled": lk.rows("SELECT count(*) FROM {p}ducklake_files_scheduled_for_deletion"),
+    }
+
+
+@pytest.mark.parametrize(("threshold", "args"), [pytest.param(0.0, ", delete_threshold => 0", id="all"),
+                                                  pytest.param(0.5, ", delete_threshold => 0.5", id="half")])
+def test_rewrite_data_files_like_duckdb(tmp_path: Path, threshold: float | None, args: str) -> None:
+    ours = Lake(tmp_path / "ours", "duckdb")
+    with reference.attached(ours.url, data_path=ours.data) as con:
+        _deleted_files(con, "lake")
+    theirs = ours.copy(tmp_path / "theirs")
+    before = _unordered_rows(ours)
+    lake = DuckLake.open(ours.url)
+    got = mt.rewrite_data_files(lake, delete_threshold=threshold)
+    assert mt.rewrite_data_files(lake, delete_threshold=threshold) == []  # nothing left to rewrite
+    lake.close()
+    duck = theirs.duck(f"CALL ducklake_rewrite_data_files('lake'{args})")
+    want: dict[tuple[str, str], list[int]] = {}
+    for s, t, n, m in duck:
+        want.setdefault((s, t), [0, 0])
+        want[(s, t)] = [want[(s, t)][0] + n, want[(s, t)][1] + m]
+    assert {(s, t): [n, m] for s, t, n, m in got} == want and got
+    assert _rewrite_rows(ours) == _rewrite_rows(theirs)
+    if threshold is not None and threshold > 0:  # the full check below runs for the threshold that rewrites most
+        lake = DuckLake.open(ours.url)
+        st = lake.snapshot()
+        for name in "tpu":
+            assert arrow_rows(read_arrow(st, st.table("main", name))) == plain_rows(
+                theirs.duck(f"SELECT rowid, * FROM lake.main.{name}"))
+        lake.close()
+        return
+    after = _unordered_rows(ours)
+    assert after == _unordered_rows(theirs)
+    # every earlier snapshot reads as before, row ids included, and the rewrite's own as the one before it: by DuckDB
+    # and by our reader
+    latest = max(s for s, _ in after)
+    want = {**before, **{(latest, n): before[(latest - 1, n)] for n in "tpu"}}
+    assert after == want
+    assert _ours_at_every_snapshot(ours, want) == want
+    # DuckDB 1.5.5 sorts with the table's current bounds (its own rewrite narrows them alike): time travel with an
+    # ORDER BY on the column then returns values below the new minimum wrapped around (0 as 256)
+    with reference.attached(ours.url, read_only=True) as con:
+        assert con.execute("SELECT rowid, i FROM lake.p AT (VERSION => 10) ORDER BY rowid LIMIT 1").fetchall() == [
+            (0, 256)]
+    assert _unnumbered(violations(ours.url)) == _unnumbered(violations(theirs.url)) == []
+    # then both expire and clean up alike: the rewritten files go once no snapshot sees them
+    lake = DuckLake.open(ours.url)
+    mt.expire_snapshots(lake, older_than=FUTURE)
+    scheduled = _counts(ours)[2]
+    assert len(mt.cleanup_old_files(lake, all=True)) == scheduled > 0
+    lake.close()
+    theirs.duck(f"CALL ducklake_expire_snapshots('lake', older_than => TIMESTAMPTZ '{FUTURE.isoformat()}')",
+                "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
+    assert _counts(ours) == _counts(theirs)
+    assert _unordered_rows(ours) == _unordered_rows(theirs)

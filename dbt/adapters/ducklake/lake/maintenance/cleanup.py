@@ -1,8 +1,8 @@
 """Lake maintenance with the reference's semantics: expire snapshots, clean up old files, delete orphaned files.
 
 Like DuckDB's ducklake_expire_snapshots / ducklake_cleanup_old_files / ducklake_delete_orphaned_files these change
-catalog rows directly and commit no snapshot. Compaction (merge_adjacent_files, flush_inlined_data), which does
-commit a snapshot, lives in compaction.py and is re-exported here.
+catalog rows directly and commit no snapshot. Compaction (merge_adjacent_files, flush_inlined_data in compaction.py,
+rewrite_data_files in rewrite.py), which does commit a snapshot, is re-exported here.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from ..records import Snapshot
 from ..write import file_rows
 from .compaction import flush_inlined_data, merge_adjacent_files
 from .option_values import interval_before
+from .rewrite import rewrite_data_files
 
 if TYPE_CHECKING:
     from ..lake import DuckLake
 
 __all__ = ["cleanup_old_files", "delete_orphaned_files", "expire_snapshots", "flush_inlined_data",
-           "merge_adjacent_files"]
+           "merge_adjacent_files", "rewrite_data_files"]
 
 DEFAULT_DELETE_OLDER_THAN = "2 days"  # the reference's default of the delete_older_than option
 # a row that no remaining snapshot can see: [begin, end) holds none of them

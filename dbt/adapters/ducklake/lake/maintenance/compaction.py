@@ -50,11 +50,11 @@ _INVALIDATING = ("deleted_from_table", "dropped_table", "altered_table", "inline
                  "flushed_inlined", "merge_adjacent", "rewrite_delete", "compacted_table")
 
 
-def _meta(name: str, fid: int) -> pa.Field:
+def reserved_field(name: str, fid: int) -> pa.Field:
     return pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
 
 
-def _conform(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
+def conform_loose(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
     """conform() with every field optional: a NULL struct stored inline has NULL children even under NOT NULL."""
 
     def loose(c: Column) -> Column:
@@ -63,7 +63,7 @@ def _conform(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
     return conform(data, [loose(c) for c in columns])
 
 
-def _tables(state: LakeState, schema: str | None, table: str | None) -> list[TableInfo]:
+def tables_of(state: LakeState, schema: str | None, table: str | None) -> list[TableInfo]:
     if table is not None:
         return [state.table(schema or "main", table)]
     if schema is not None:
@@ -72,13 +72,20 @@ def _tables(state: LakeState, schema: str | None, table: str | None) -> list[Tab
     return list(state.tables.values())
 
 
-def _state_at(lake: DuckLake, base: LakeState, snapshot_id: int) -> LakeState:
+def compactable_tables(lake: DuckLake, state: LakeState, schema: str | None, table: str | None) -> list[TableInfo]:
+    """The tables a compaction works on: those named (all by default) whose auto_compact option is not false."""
+    # the reference compares the stored text with 'true' exactly
+    return [t for t in tables_of(state, schema, table)
+            if (lake.option("auto_compact", t.table_id, t.schema_id) or "true") == "true"]
+
+
+def state_at(lake: DuckLake, base: LakeState, snapshot_id: int) -> LakeState:
     """The catalog as seen at a snapshot id even if that snapshot was expired (rows carry their own range)."""
     with lake.db.read() as conn:
         return load_state(lake.db, conn, replace(base.snapshot, snapshot_id=snapshot_id), lake.data_path)
 
 
-def _check_untouched(b: CatalogBuilder, table_id: int, base: int) -> None:
+def check_untouched(b: CatalogBuilder, table_id: int, base: int) -> None:
     rows = b.db.query(b.conn, "SELECT changes_made FROM {p}ducklake_snapshot_changes WHERE snapshot_id > :s",
                       {"s": base})
     for (text,) in rows:
@@ -90,7 +97,7 @@ def _check_untouched(b: CatalogBuilder, table_id: int, base: int) -> None:
                     "nothing was committed, run the maintenance again")
 
 
-def _insert_data_file(b: CatalogBuilder, info: TableInfo, spec: DataFileSpec, begin: int, partial_max: int | None,
+def insert_data_file(b: CatalogBuilder, info: TableInfo, spec: DataFileSpec, begin: int, partial_max: int | None,
                       row_id_start: int | None, partition_id: int | None) -> int:
     fid = b.file_id()
     b.add_rows(file_rows.data_files(b.db.dialect, [file_rows.DataFileRow(
@@ -139,11 +146,11 @@ class MergeAdjacent(Operation):
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
-        _check_untouched(b, info.table_id, self.base)
+        check_untouched(b, info.table_id, self.base)
         for m in self.merges:
             first = m.sources[0]
             pmax = max(f.partial_max if f.partial_max is not None else f.begin_snapshot for f in m.sources)
-            _insert_data_file(b, info, m.spec, first.begin_snapshot, pmax, m.row_id_start, first.partition_id)
+            insert_data_file(b, info, m.spec, first.begin_snapshot, pmax, m.row_id_start, first.partition_id)
             ids = ", ".join(str(f.data_file_id) for f in m.sources)
             for t in ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_delete_file",
                       "ducklake_file_partition_value", "ducklake_file_variant_stats"):
@@ -183,9 +190,7 @@ def merge_adjacent_files(
     # one snapshot for all tables, as the reference does; the transaction owns the files written for it
     with lake.transaction(commit_message="merge_adjacent_files") as tx:
         state = tx.base
-        for info in _tables(state, schema, table):
-            if (lake.option("auto_compact", info.table_id, info.schema_id) or "true") != "true":
-                continue  # the reference compares the stored text with 'true' exactly
+        for info in compactable_tables(lake, state, schema, table):
             target = target_file_size or parse_size(
                 lake.option("target_file_size", info.table_id, info.schema_id) or DEFAULT_TARGET_FILE_SIZE)
             groups = _merge_groups(lake, state, info, target, min_file_size, max_file_size)
@@ -201,11 +206,26 @@ def merge_adjacent_files(
     return out
 
 
-def _schema_versions(lake: DuckLake, table_id: int) -> list[tuple[int, int]]:
+def schema_versions(lake: DuckLake, table_id: int) -> list[tuple[int, int]]:
     with lake.db.read() as conn:
         return [(r[0], r[1]) for r in lake.db.query(
             conn, "SELECT begin_snapshot, schema_version FROM {p}ducklake_schema_versions WHERE table_id = :t "
                   "ORDER BY begin_snapshot", {"t": table_id})]
+
+
+def group_key(versions: Sequence[tuple[int, int]], f: DataFile) -> tuple[Any, ...]:
+    """The compaction group of a file, as the reference forms them: the schema version the file was written in
+    (from schema_versions' (begin_snapshot, version) pairs), its partition id and partition values."""
+    found = None
+    for begin, sv in versions:
+        if begin <= f.begin_snapshot:
+            found = sv
+    return found, f.partition_id, f.partition_values
+
+
+def compaction_order(f: DataFile) -> tuple[int, bool, int, int]:
+    """The order the reference lists files for compaction: begin snapshot, row_id_start (NULL last), file id."""
+    return f.begin_snapshot, f.row_id_start is None, f.row_id_start or 0, f.data_file_id
 
 
 def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int, min_size: int | None = None,
@@ -213,24 +233,15 @@ def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int
     """The reference's GenerateCompactions: candidates (size in [min_size, max_size or target)) in (begin,
     row_id_start, id) order, greedy up to target, groups in order of their first file."""
     below = target if max_size is None else min(max_size, target)
-    versions = _schema_versions(lake, info.table_id)
-
-    def version_of(f: DataFile) -> int | None:
-        found = None
-        for begin, sv in versions:
-            if begin <= f.begin_snapshot:
-                found = sv
-        return found
-
-    files = sorted(state.files(info), key=lambda f: (f.begin_snapshot, f.row_id_start is None, f.row_id_start or 0,
-                                                     f.data_file_id))
+    versions = schema_versions(lake, info.table_id)
+    files = sorted(state.files(info), key=compaction_order)
     groups: dict[tuple[Any, ...], list[DataFile]] = {}
     for f in files:
         if f.file_size_bytes >= below or f.delete_file is not None or f.inlined_deletes:
             continue
         if min_size is not None and f.file_size_bytes < min_size:
             continue
-        groups.setdefault((version_of(f), f.partition_id, f.partition_values), []).append(f)
+        groups.setdefault(group_key(versions, f), []).append(f)
     out = []
     for candidates in groups.values():
         i = 0
@@ -248,7 +259,7 @@ def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int
 def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Sequence[DataFile],
                   tx: Transaction) -> _Merge:
     first = sources[0]
-    table_v = _state_at(lake, state, first.begin_snapshot).table_by_id(info.table_id)
+    table_v = state_at(lake, state, first.begin_snapshot).table_by_id(info.table_id)
     mappings = state.name_mappings(info) if any(f.mapping_id is not None for f in sources) else {}
     parts, snaps = [], []
     adjacent, expect = True, None
@@ -273,11 +284,11 @@ def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Se
         else:
             expect = f.row_id_start + f.record_count
     rows = pa.concat_tables(parts)
-    data = _conform(rows, table_v.columns)
-    data = data.append_column(_meta(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.chunked_array(
+    data = conform_loose(rows, table_v.columns)
+    data = data.append_column(reserved_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.chunked_array(
         [c for s in snaps for c in s.chunks], pa.int64()))
     if not adjacent:
-        data = data.append_column(_meta(ROW_ID_COLUMN, ROW_ID_FIELD_ID), rows.column("rowid").cast(pa.int64()))
+        data = data.append_column(reserved_field(ROW_ID_COLUMN, ROW_ID_FIELD_ID), rows.column("rowid").cast(pa.int64()))
     directory = first.path.rsplit("/", 1)[0] if first.partition_id is not None else state.table_path(info)
     spec = write_file(table_v, directory, data, first.partition_values)
     tx.own_files([spec.path])
@@ -308,9 +319,9 @@ class FlushInlined(Operation):
 
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
-        _check_untouched(b, info.table_id, self.base)
+        check_untouched(b, info.table_id, self.base)
         for f in self.files:
-            fid = _insert_data_file(b, info, f.spec, f.begin, f.partial_max, f.row_id_start, f.partition_id)
+            fid = insert_data_file(b, info, f.spec, f.begin, f.partial_max, f.row_id_start, f.partition_id)
             b.stats_delta(info.table_id).file_size_bytes += f.spec.file_size_bytes
             if f.deletes is not None:
                 # rows deleted before the flush: the reference does not count this as a delete from the table
@@ -343,7 +354,7 @@ def flush_inlined_data(
     out = []
     with lake.transaction(commit_message="flush_inlined_data") as tx:  # one snapshot; it owns the written files
         state = tx.base
-        for info in _tables(state, schema, table):
+        for info in tables_of(state, schema, table):
             op = FlushInlined(info.schema_name, info.name, state.snapshot_id)
             flushed = _plan_flush(lake, state, info, op, tx)
             if op.files or op.file_deletes:
@@ -358,7 +369,7 @@ def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInli
     table_dir = state.table_path(info)
     for it in state.inlined_tables(info):
         begin = _version_begin(lake, info.table_id, it.schema_version)
-        table_v = replace(_state_at(lake, state, begin).table_by_id(info.table_id), columns=it.columns)
+        table_v = replace(state_at(lake, state, begin).table_by_id(info.table_id), columns=it.columns)
         got = read_inlined(state, table_v, with_rowid=True, history=True, only=it.table_name)
         if not got:
             continue
@@ -371,9 +382,9 @@ def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInli
             groups.setdefault(key, []).append(i)
         for key, idx in groups.items():
             part = rows.take(pa.array(idx))
-            data = _conform(part, table_v.columns)
-            data = data.append_column(_meta(ROW_ID_COLUMN, ROW_ID_FIELD_ID), part.column("rowid").cast(pa.int64()))
-            data = data.append_column(_meta(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID),
+            data = conform_loose(part, table_v.columns)
+            data = data.append_column(reserved_field(ROW_ID_COLUMN, ROW_ID_FIELD_ID), part.column("rowid").cast(pa.int64()))
+            data = data.append_column(reserved_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID),
                                       part.column("begin_snapshot").cast(pa.int64()))
             directory = table_dir if not key else join_path(table_dir, _partition_dir(table_v, key))
             spec = write_file(table_v, directory, data, key)

@@ -49,6 +49,7 @@ class ChangeSet:
     inlined_deleted: set[int] = field(default_factory=set)
     inline_flushed: set[int] = field(default_factory=set)  # maintenance: flush_inlined_data
     merged_adjacent: set[int] = field(default_factory=set)  # maintenance: merge_adjacent_files
+    rewritten: set[int] = field(default_factory=set)  # maintenance: rewrite_data_files
     deleted_files: set[int] = field(default_factory=set)  # data files we delete rows from (for conflict checks)
     # for conflict checks only: names of schemas we drop, ids of existing schemas we create entries in
     dropped_schema_names: set[str] = field(default_factory=set)
@@ -71,6 +72,7 @@ class ChangeSet:
         parts += [f"inlined_delete:{i}" for i in sorted(self.inlined_deleted)]
         parts += [f"inline_flush:{i}" for i in sorted(self.inline_flushed)]
         parts += [f"merge_adjacent:{i}" for i in sorted(self.merged_adjacent)]
+        parts += [f"rewrite_delete:{i}" for i in sorted(self.rewritten)]
         return ",".join(parts)
 
     @property
