@@ -17,7 +17,7 @@ from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state,
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
-from .maintenance.option_values import parse_interval, parse_size
+from .maintenance.option_values import parse_interval, parse_size, parse_threshold
 from .paths import as_dir, to_local
 from .records import SchemaInfo, Snapshot
 from .write import catalog_rows
@@ -416,6 +416,8 @@ def _option_text(name: str, value: Any) -> str:
         return truth[text]
     if name in ("expire_older_than", "delete_older_than"):
         parse_interval(str(value))
+    if name == "rewrite_delete_threshold":  # DuckDB stores C++'s to_string of the double: '0.500000'
+        return f"{parse_threshold(value, name):f}"
     return str(value)
 
 

@@ -28,6 +28,23 @@ def parse_size(value: str | int) -> int:
     return int(m.group(1)) * _SIZE_UNITS[m.group(2)]
 
 
+def parse_threshold(value: float | str | None, what: str = "delete_threshold") -> float | None:
+    """A fraction of a file's rows as a float in [0, 1] (None stays None), e.g. rewrite_delete_threshold.
+
+    Raises:
+        ValueError: not a number, or outside 0..1.
+    """
+    if value is None:
+        return None
+    try:
+        got = float(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}") from e
+    if not 0 <= got <= 1:  # also refuses NaN
+        raise ValueError(f"{what} must be between 0 and 1, got {value!r}")
+    return got
+
+
 def parse_interval(text: str) -> tuple[int, dt.timedelta]:
     """(months, rest) of an interval as DuckDB's option values take it: '2 days', '1 week 2 days', '1 month',
     '36 hours', '00:00:01', '1 day 12:00:00'.

@@ -44,6 +44,7 @@ from .compaction import (
     schema_versions,
     state_at,
 )
+from .option_values import parse_threshold
 
 if TYPE_CHECKING:
     from ..lake import DuckLake
@@ -186,23 +187,6 @@ def _check_no_new_inlined_rows(b: CatalogBuilder, table_id: int, base: int) -> N
                                   "nothing was committed, run the maintenance again")
 
 
-def delete_threshold_of(value: float | str | None, what: str = "delete_threshold") -> float | None:
-    """A delete threshold as a float in [0, 1] (None stays None).
-
-    Raises:
-        ValueError: not a number, or outside 0..1.
-    """
-    if value is None:
-        return None
-    try:
-        got = float(value)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}") from e
-    if not 0 <= got <= 1:  # also refuses NaN
-        raise ValueError(f"{what} must be between 0 and 1, got {value!r}")
-    return got
-
-
 def rewrite_data_files(
     lake: DuckLake, schema: str | None = None, table: str | None = None, delete_threshold: float | None = None,
 ) -> list[tuple[str, str, int, int]]:
@@ -217,13 +201,13 @@ def rewrite_data_files(
         NoSuchTableError / NoSuchSchemaError: the table or schema does not exist.
         CommitConflictError: another writer changed the table meanwhile (nothing committed).
     """
-    threshold = delete_threshold_of(delete_threshold)
+    threshold = parse_threshold(delete_threshold)
     out = []
     # one snapshot for all tables, as the reference does; the transaction owns the files written for it
     with lake.transaction(commit_message="rewrite_data_files") as tx:
         state = tx.base
         for info in compactable_tables(lake, state, schema, table):
-            limit = threshold if threshold is not None else delete_threshold_of(
+            limit = threshold if threshold is not None else parse_threshold(
                 lake.option("rewrite_delete_threshold", info.table_id, info.schema_id) or DEFAULT_DELETE_THRESHOLD,
                 "the rewrite_delete_threshold option")
             assert limit is not None
