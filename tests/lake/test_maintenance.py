@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 
 from dbt.adapters.ducklake.lake import Column, DuckLake, read_arrow, write_data_files
 from dbt.adapters.ducklake.lake.maintenance import cleanup as mt
+from dbt.adapters.ducklake.lake.maintenance.checkpoint import checkpoint
 from tests.conftest import _catalog_url
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference
@@ -595,11 +596,11 @@ def _ours_at_every_snapshot(lk: Lake, keys: Any) -> dict[tuple[int, str], list[A
         lake.close()
 
 
-def _rewrite_rows(lk: Lake) -> dict[str, Any]:
+def _rewrite_rows(lk: Lake, row_id_start: str = "row_id_start") -> dict[str, Any]:
     """The catalog rows a rewrite writes, without file ids, paths and sizes (the copies' files differ in those)."""
     return {
         "data_files": sorted(lk.rows(
-            "SELECT table_id, begin_snapshot, end_snapshot, record_count, row_id_start, partition_id, partial_max, "
+            f"SELECT table_id, begin_snapshot, end_snapshot, record_count, {row_id_start}, partition_id, partial_max, "
             "(SELECT string_agg(partition_value, '/') FROM {p}ducklake_file_partition_value v "
             "WHERE v.data_file_id = d.data_file_id) FROM {p}ducklake_data_file d"), key=repr),
         "delete_files": sorted(lk.rows("SELECT table_id, begin_snapshot, end_snapshot, delete_count, partial_max "
@@ -670,3 +671,34 @@ def test_rewrite_data_files_like_duckdb(tmp_path: Path, threshold: float | None,
                 "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
     assert _counts(ours) == _counts(theirs)
     assert _unordered_rows(ours) == _unordered_rows(theirs)
+
+
+def test_checkpoint_like_duckdb(tmp_path: Path) -> None:
+    """Our checkpoint and DuckDB's CHECKPOINT on copies of one lake (inlined rows, small files, heavy deletes; the
+    options expire and delete everything they may): the same catalog rows, files and reads after."""
+    ours = Lake(tmp_path / "ours", "duckdb")
+    with reference.attached(ours.url, data_path=ours.data) as con:
+        _deleted_files(con, "lake")
+        con.execute("INSERT INTO lake.main.u VALUES (1000), (1001)")  # a second inlined table to flush
+        for opt in ("expire_older_than", "delete_older_than"):
+            con.execute(f"CALL lake.set_option('{opt}', '00:00:00')")
+    theirs = ours.copy(tmp_path / "theirs")
+    before = {n: plain_rows(ours.duck(f"SELECT rowid, * FROM lake.main.{n}")) for n in "tpu"}
+    lake = DuckLake.open(ours.url)
+    done = checkpoint(lake)
+    lake.close()
+    assert [s.step for s in done] == ["flush_inlined_data", "expire_snapshots", "merge_adjacent_files",
+                                      "rewrite_data_files", "cleanup_old_files", "delete_orphaned_files"]
+    theirs.duck("CHECKPOINT lake")
+    assert [s.summary() for s in done][:4] == [
+        "3 inlined rows flushed in main.t, main.u", f"{len(done[1].result)} snapshots expired "
+        f"({', '.join(str(s.snapshot_id) for s in done[1].result)})", done[2].summary(),
+        done[3].summary()] and done[1].result and done[3].result
+    # our merge keeps a flushed file's explicit row ids in the merged file (row_id_start NULL) where DuckDB relies
+    # on row_id_start: the same row ids either way (checked below)
+    assert _rewrite_rows(ours, "0") == _rewrite_rows(theirs, "0")
+    assert len(ours.files()) == len(theirs.files())
+    for lk in (ours, theirs):
+        assert {n: plain_rows(lk.duck(f"SELECT rowid, * FROM lake.main.{n}")) for n in "tpu"} == before
+    _ours_match_duckdb(ours)
+    assert violations(ours.url) == []

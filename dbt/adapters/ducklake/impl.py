@@ -513,14 +513,20 @@ class DuckLakeAdapter(SparkAdapter):
     @available
     def ducklake_maintenance(self, operation: str, **kwargs: Any) -> str:
         """Run a lake maintenance operation (expire_snapshots, cleanup_old_files, delete_orphaned_files,
-        merge_adjacent_files, flush_inlined_data) with DuckDB's semantics, or check_files; returns a one-line
-        summary."""
+        merge_adjacent_files, rewrite_data_files, flush_inlined_data, checkpoint) with DuckDB's semantics, or
+        check_files; returns a one-line summary."""
         from .maintenance import run
 
         if self._handle().build is not None and operation != "check_files":  # a check commits nothing
             raise DbtRuntimeError(f"ducklake {operation}: lake maintenance commits snapshots of its own, which a "
                                   "write-audit-publish build cannot hold back: run it with `dbt run-operation` after "
                                   "the build")
+        work = self._handle().work
+        if work is not None and not work.is_empty and operation != "check_files":
+            raise DbtRuntimeError(f"ducklake {operation}: this connection holds a model's changes not yet committed, "
+                                  "which the maintenance would race with its own snapshots: run it after the commit "
+                                  "(as a post-hook: {'sql': '{{ ducklake_" + operation + "() }}', 'transaction': "
+                                  "false})")
         return run(self._handle().runtime, operation, **kwargs)
 
     @available

@@ -12,7 +12,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from .lake.errors import DuckLakeError
 from .lake.maintenance import cleanup as mt
 from .lake.maintenance.check import check_files
-from .lake.maintenance.option_values import parse_size
+from .lake.maintenance.checkpoint import STEPS, StepResult, checkpoint
+from .lake.maintenance.option_values import parse_size, parse_threshold
 from .runtime import Runtime
 from .spark.session import is_started
 
@@ -56,6 +57,31 @@ def _count(value: Any, name: str) -> int | None:
         return int(value)
     except (TypeError, ValueError) as e:
         raise DbtRuntimeError(f"{name}={value!r} must be a whole number") from e
+
+
+def _threshold(value: Any) -> float | None:
+    try:
+        return parse_threshold(value)
+    except ValueError as e:
+        raise DbtRuntimeError(str(e)) from e
+
+
+def _checkpoint(rt: Runtime, kw: dict[str, Any]) -> str:
+    """Each step is logged as it finishes: a failing step's predecessors (committed) are reported too."""
+    done: list[StepResult] = []
+
+    def report(step: StepResult) -> None:
+        done.append(step)
+        logger.info(f"ducklake_checkpoint: {step.step}: {step.summary()}")
+
+    try:
+        checkpoint(rt.lake, force_orphans=bool(kw.get("force")), report=report)
+    except (ValueError, DuckLakeError) as e:
+        steps = [s.step for s in done]
+        failed = next(s for s in STEPS if s not in steps)
+        raise DbtRuntimeError(f"ducklake_checkpoint: {failed} failed ({e}); the steps before it are done"
+                              f"{': ' + ', '.join(steps) if steps else ' (none)'}") from e
+    return "; ".join(f"{s.step}: {s.summary()}" for s in done)
 
 
 def _either(kw: dict[str, Any], ours: str, theirs: str) -> Any:
@@ -137,6 +163,12 @@ def run(rt: Runtime, op: str, **kw: Any) -> Any:
                 max_file_size=_size(kw.get("max_file_size"), "max_file_size"),
                 max_compacted_files=_count(kw.get("max_compacted_files"), "max_compacted_files"))
             summary = "; ".join(f"{s}.{t}: {n} files merged into {m}" for s, t, n, m in merged) or "nothing to merge"
+        elif op == "rewrite_data_files":
+            rewritten = mt.rewrite_data_files(lake, _either(kw, "schema", "schema_name"), _either(kw, "table", "table_name"),
+                                        _threshold(kw.get("delete_threshold")))
+            summary = "; ".join(f"{s}.{t}: {n} files rewritten into {m}" for s, t, n, m in rewritten) or "nothing to rewrite"
+        elif op == "checkpoint":
+            summary = _checkpoint(rt, kw)
         elif op == "flush_inlined_data":
             flushed = mt.flush_inlined_data(lake, _either(kw, "schema", "schema_name"), _either(kw, "table", "table_name"))
             summary = "; ".join(f"{s}.{t}: {n} rows flushed" for s, t, n in flushed) or "nothing to flush"

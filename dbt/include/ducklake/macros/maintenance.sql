@@ -29,6 +29,23 @@
                                      table_name=table_name) %}
 {% endmacro %}
 
+{#- Rewrites the data files whose deleted fraction is at least delete_threshold (0..1; default: the
+    rewrite_delete_threshold option, else 0.95) without their deleted rows, as DuckDB's ducklake_rewrite_data_files. -#}
+{% macro ducklake_rewrite_data_files(schema=none, table=none, delete_threshold=none, schema_name=none,
+                                     table_name=none) %}
+  {% do adapter.ducklake_maintenance('rewrite_data_files', schema=schema, table=table,
+                                     delete_threshold=delete_threshold, schema_name=schema_name,
+                                     table_name=table_name) %}
+{% endmacro %}
+
+{#- DuckDB's CHECKPOINT of a lake: flush inlined data, expire snapshots, merge adjacent files, rewrite data files,
+    clean up old files, delete orphaned files, in that order, each with the lake's options; logs what each did.
+    As a model's post-hook it must run after the model's commit:
+    post_hook={'sql': '{{ ducklake_checkpoint() }}', 'transaction': false}. Renders no SQL. -#}
+{% macro ducklake_checkpoint(force=false) %}
+  {% do adapter.ducklake_maintenance('checkpoint', force=force) %}
+{% endmacro %}
+
 {#- Lists every data and delete file the catalog lists (for any snapshot it holds) that is missing or of another
     size than listed; footers=true also reads each footer (not Parquet, unreadable, another record count). Fails
     when it finds one; changes nothing. -#}
