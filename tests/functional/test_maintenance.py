@@ -129,3 +129,52 @@ class TestCompactAfterEachRun:
         run_dbt(["run", "--select", "total"])
         with reference.attached(catalog, read_only=True) as con:
             assert con.execute(f"SELECT n, ks FROM lake.{schema}.total").fetchone() == (12, 18)
+
+
+BASE = "{{ config(materialized='table') }}\nselect id, concat('v', id) as v from range(10)\n"
+CHECKPOINTED = ("{{ config(materialized='table', post_hook={'sql': '{{ ducklake_checkpoint() }}', "
+                "'transaction': false}) }}\nselect count(*) as n from {{ ref('base') }}\n")
+
+
+class TestRewriteAndCheckpoint:
+    """After a DELETE through dbt (a delete file Spark wrote), ducklake_rewrite_data_files writes the remaining rows
+    with their row ids into a new file in one 'rewrite_delete' snapshot, which DuckDB reads (time travel included);
+    ducklake_checkpoint runs as a model's post-hook after its commit; bad arguments change nothing."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"base.sql": BASE, "counted.sql": CHECKPOINTED}
+
+    def test_rewrite_then_checkpoint(self, project: object) -> None:
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        run_dbt(["run", "--select", "base"])
+        with project.adapter.connection_named("delete"):  # type: ignore[attr-defined]
+            project.run_sql(f"delete from {schema}.base where id < 7")  # type: ignore[attr-defined]
+        with reference.attached(catalog, read_only=True) as con:
+            before = con.execute("SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY 1").fetchall()
+            rows = con.execute(f"SELECT rowid, * FROM lake.{schema}.base").fetchall()
+            full = con.execute(f"SELECT rowid, * FROM lake.{schema}.base AT (VERSION => {before[-2][0]})").fetchall()
+        assert sorted(rows) == [(i, i, f"v{i}") for i in (7, 8, 9)]
+        _, log = run_dbt_and_capture(["run-operation", "ducklake_rewrite_data_files", "--args",
+                                      _args(schema=schema, delete_threshold=2)], expect_pass=False)
+        assert "delete_threshold must be between 0 and 1, got 2" in log, log
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute("SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY 1").fetchall() == before
+        _, log = run_dbt_and_capture(["run-operation", "ducklake_rewrite_data_files", "--args",
+                                      _args(schema=schema, table="base", delete_threshold=0.5)])
+        assert f"{schema}.base: 1 files rewritten into 1" in log, log
+        with reference.attached(catalog, read_only=True) as con:
+            snaps = con.execute("SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY 1").fetchall()
+            assert snaps[:-1] == before and "rewrite_delete" in str(snaps[-1][1]), snaps
+            assert sorted(con.execute(f"SELECT rowid, * FROM lake.{schema}.base").fetchall()) == sorted(rows)
+            assert sorted(con.execute(f"SELECT rowid, * FROM lake.{schema}.base AT (VERSION => {before[-2][0]})"
+                                      ).fetchall()) == sorted(full)
+            assert con.execute(f"SELECT count(*) FROM ducklake_list_files('lake', 'base', schema => '{schema}')"
+                               ).fetchone()[0] == 1
+        _, log = run_dbt_and_capture(["run", "--select", "counted"])  # its post-hook checkpoints the lake
+        for step in ("flush_inlined_data", "expire_snapshots", "merge_adjacent_files", "rewrite_data_files",
+                     "cleanup_old_files", "delete_orphaned_files"):
+            assert f"ducklake_checkpoint: {step}:" in log, log
+        with reference.attached(catalog, read_only=True) as con:
+            assert con.execute(f"SELECT n FROM lake.{schema}.counted").fetchone() == (3,)

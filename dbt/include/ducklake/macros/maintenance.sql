@@ -43,7 +43,7 @@
     As a model's post-hook it must run after the model's commit:
     post_hook={'sql': '{{ ducklake_checkpoint() }}', 'transaction': false}. Renders no SQL. -#}
 {% macro ducklake_checkpoint(force=false) %}
-  {% do adapter.ducklake_maintenance('checkpoint', force=force) %}
+  {% if execute %}{% do adapter.ducklake_maintenance('checkpoint', force=force) %}{% endif %}
 {% endmacro %}
 
 {#- Lists every data and delete file the catalog lists (for any snapshot it holds) that is missing or of another
