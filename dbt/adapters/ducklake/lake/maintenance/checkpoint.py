@@ -18,6 +18,7 @@ from . import cleanup as mt
 if TYPE_CHECKING:
     from ..lake import DuckLake
 
+SHOWN_IDS = 10  # expired snapshot ids a summary lists; beyond that, the first and the last
 STEPS = ("flush_inlined_data", "expire_snapshots", "merge_adjacent_files", "rewrite_data_files", "cleanup_old_files",
          "delete_orphaned_files")
 
@@ -34,7 +35,9 @@ class StepResult:
         if self.step == "flush_inlined_data":
             return f"{sum(n for _, _, n in r)} inlined rows flushed" + _tables(r)
         if self.step == "expire_snapshots":
-            return f"{len(r)} snapshots expired" + (f" ({', '.join(str(s.snapshot_id) for s in r)})" if r else "")
+            ids = [s.snapshot_id for s in r]
+            shown = ", ".join(map(str, ids)) if len(ids) <= SHOWN_IDS else f"{ids[0]} to {ids[-1]}"
+            return f"{len(r)} snapshots expired" + (f" ({shown})" if r else "")
         if self.step in ("merge_adjacent_files", "rewrite_data_files"):
             verb = "merged" if self.step == "merge_adjacent_files" else "rewritten"
             return f"{sum(n for *_, n, _ in r)} files {verb} into {sum(m for *_, m in r)}" + _tables(r)
