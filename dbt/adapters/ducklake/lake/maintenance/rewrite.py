@@ -131,7 +131,7 @@ class RewriteDataFiles(Operation):
         b.add(*catalog_rows.update_table_stats(catalog_rows.TableStatsRow(info.table_id, record_count, current[1],
                                                                             size)))
         existing = b.catalog.table_column_stats(info.table_id)
-        unknown = _Merged(None, None, None, None, None, None)  # a column no file has stats of
+        unknown = _Merged(None, None, None, None, None, False)  # a column no file has stats of
         rows = [merged.get(cid, unknown).row(info.table_id, cid) for cid in sorted(existing) if cid in types]
         if rows:
             b.add_rows(catalog_rows.update_table_column_stats(b.db.dialect, rows))
