@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,6 +25,7 @@ from .datafiles import DataFileSpec
 
 if TYPE_CHECKING:
     from ..lake import DuckLake
+    from .layout import WriteOptions
 
 logger = logging.getLogger(__name__)
 _sleep = time.sleep  # the retries' wait (tests replace it here, not in the time module every thread shares)
@@ -70,6 +71,7 @@ class Transaction:
         self.unreferenced_files: list[DataFileSpec] = []  # see take_unreferenced_files
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
         self._version = 0  # see version
+        self._table_options: dict[int, dict[str, str]] = {}  # staged table options by (staged) table id
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -323,6 +325,30 @@ class Transaction:
     def set_partitioning(self, schema: str, name: str, fields: Sequence[tuple[str, str]] | None) -> None:
         """Set (or with None, remove) the partition spec: [(column, transform)], transform identity|year|…|bucket(N)."""
         self.stage(ops.SetPartitioning(schema, name, tuple(fields) if fields else None))
+
+    def set_sorted_by(self, schema: str, name: str, keys: Sequence[str] | None) -> None:
+        """ALTER TABLE SET SORTED BY (keys: DuckDB sort expressions with ASC/DESC, NULLS FIRST/LAST) or, with None,
+        RESET SORTED BY. Raises ValueError: a key that does not parse or names no column of the table."""
+        self.stage(ops.SetSortedBy(schema, name, tuple(keys) if keys else None))
+
+    def set_table_options(self, schema: str, name: str, options: Mapping[str, object]) -> None:
+        """Write options of one table, as DuckDB's set_option(..., table_name => ...) stores them, written with this
+        commit (so with the table's final id); this transaction's writes to the table already use them.
+
+        Raises:
+            ValueError: an option that is not a write option, or a value DuckDB refuses.
+        """
+        from .layout import option_text
+
+        texts = {k: option_text(k, v) for k, v in options.items()}
+        info = self.table(schema, name)
+        if texts:
+            self._table_options.setdefault(info.table_id, {}).update(texts)
+            self.stage(ops.SetTableOptions(schema, name, texts))
+
+    def write_options(self, info: TableInfo) -> WriteOptions:
+        """The layout of the table's data files: its options in the lake, with this transaction's on top."""
+        return self.lake.write_options(info, self._table_options.get(info.table_id))
 
     def add_column(self, schema: str, table: str, column: Column) -> None:
         """ADD COLUMN; column.initial_default is what older files read, default_value the DEFAULT."""
