@@ -342,6 +342,14 @@ class DuckLake:
                                        f"WHERE key IN ({names}){current}")
         return resolve([(s, None if s is None else i, k, v) for s, i, k, v in rows], table, staged)
 
+    def table_options(self, table_id: int) -> dict[str, str]:
+        """The options set for one table (table scope only), as set_option(..., table_name => ...) stored them."""
+        current = " AND end_snapshot IS NULL" if self.db.spec.versioned_options else ""
+        with self.db.read() as conn:
+            rows = self.db.query(conn, "SELECT key, value FROM {p}ducklake_metadata WHERE scope = 'table' AND "
+                                       f"scope_id = :i{current}", {"i": table_id})
+        return {k: v for k, v in rows}
+
     def set_option(self, name: str, value: str, *, schema_id: int | None = None, table_id: int | None = None) -> None:
         """Persist an option in ducklake_metadata (global, schema or table scope), as DuckDB's set_option does.
 

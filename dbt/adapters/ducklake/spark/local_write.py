@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from ..lake.records import TableInfo
 from ..lake.write.datafiles import DataFileSpec
+from ..lake.write.layout import WriteOptions
 from ..lake.write.writer import write_data_files
 from .session import is_classic
 from .sql_literals import ident
@@ -58,12 +59,13 @@ def arrow_type(dt: T.DataType) -> pa.DataType | None:
 
 
 def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
-                bounded: bool = False) -> list[DataFileSpec] | None:
+                bounded: bool = False, options: WriteOptions | None = None) -> list[DataFileSpec] | None:
     """The conformed DataFrame's rows written as the table's data files by the driver, when Spark evaluates them on
     the driver or the result is small (see the module); None when the write must go through Spark.
 
     bounded: the DataFrame is an inline table of a bounded size (a seed's VALUES), which Spark Connect may collect;
-    ignored on a classic session, whose optimized plan tells."""
+    ignored on a classic session, whose optimized plan tells. options: the table's write options (the files are
+    laid out and sorted as DuckDB lays them out)."""
     classic = is_classic(spark)
     if ((not classic and not bounded) or table.partition is not None or any(not c.nullable for c in table.columns)
             or any(needs_conversion(c) for c in table.columns)):
@@ -73,9 +75,10 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     if len(fields) != len(table.columns) or any(t is None for t in types):
         return None
     if not classic:
-        return write_data_files(table, table_dir, _connect_rows(df, types, [c.name for c in table.columns]))
+        return write_data_files(table, table_dir, _connect_rows(df, types, [c.name for c in table.columns]),
+                                options=options)
     if not is_local(df):
-        return _write_small(df, table, table_dir, types)
+        return _write_small(df, table, table_dir, types, options)
     # a zoned timestamp collects as the local wall time of the Python process: take its micros instead
     proj = [F.unix_micros(F.col(ident(f.name))) if isinstance(f.dataType, T.TimestampType) else F.col(ident(f.name))
             for f in fields]
@@ -90,11 +93,11 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             values = [None if v is None else bytes(v) for v in values]
         arrays.append(pa.array(values, type=t))
     data = pa.Table.from_arrays(arrays, names=[c.name for c in table.columns])
-    return write_data_files(table, table_dir, data)
+    return write_data_files(table, table_dir, data, options=options)
 
 
-def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None]
-                 ) -> list[DataFileSpec] | None:
+def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None],
+                 options: WriteOptions | None) -> list[DataFileSpec] | None:
     """A small result (see the module) collected as Arrow (zoned timestamps as UTC instants) and written by the
     driver; None when Spark estimates it larger or it has more rows than that."""
     size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001 - classic sessions only
@@ -104,7 +107,7 @@ def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa
     if got.num_rows > SMALL_RESULT_ROWS:
         return None
     data = pa.Table.from_arrays([got.column(i).cast(t) for i, t in enumerate(types)], names=[c.name for c in table.columns])
-    return write_data_files(table, table_dir, data)
+    return write_data_files(table, table_dir, data, options=options)
 
 
 def _connect_rows(df: DataFrame, types: list[pa.DataType | None], names: list[str]) -> pa.Table:

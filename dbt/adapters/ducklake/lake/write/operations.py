@@ -178,11 +178,11 @@ class SetTableOptions(Operation):
     """Table-scope write options (stored texts), written with the commit for the table's final id."""
 
     schema: str
-    name: str
+    table: str
     options: dict[str, str]
 
     def apply(self, b: CatalogBuilder) -> None:
-        b.set_table_options(bound_table(b, self, self.name), self.options)
+        b.set_table_options(bound_table(b, self, self.table), self.options)
 
 
 @dataclass

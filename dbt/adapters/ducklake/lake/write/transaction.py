@@ -181,6 +181,8 @@ class Transaction:
         else:
             # data operations run at commit; here they only check the table and note what they touch
             info = ops.bound_table(self._staged, op, op.table)  # type: ignore[attr-defined]
+            if isinstance(op, ops.SetTableOptions):  # this transaction's writes to the table use them at once
+                self._table_options.setdefault(info.table_id, {}).update(op.options)
             changes = self._staged.changes
             if info.table_id in self._staged.created_table_ids:
                 self._ops.append(op)  # a new table's provisional id means nothing to other writers
@@ -254,6 +256,7 @@ class Transaction:
             kept.append(op)
         self._ops = []
         self._staged = CatalogView(self.base, self._column_ids)
+        self._table_options = {}  # by provisional ids: replayed with the operations kept
         for op in kept:
             if any(op is r for r in replaced):
                 objects = self._staged.tables if isinstance(op, ops.DropTable) else self._staged.views
@@ -326,10 +329,33 @@ class Transaction:
         """Set (or with None, remove) the partition spec: [(column, transform)], transform identity|year|…|bucket(N)."""
         self.stage(ops.SetPartitioning(schema, name, tuple(fields) if fields else None))
 
-    def set_sorted_by(self, schema: str, name: str, keys: Sequence[str] | None) -> None:
+    def set_sorted_by(self, schema: str, name: str, keys: str | Sequence[str] | None) -> None:
         """ALTER TABLE SET SORTED BY (keys: DuckDB sort expressions with ASC/DESC, NULLS FIRST/LAST) or, with None,
         RESET SORTED BY. Raises ValueError: a key that does not parse or names no column of the table."""
+        keys = [keys] if isinstance(keys, str) else keys
         self.stage(ops.SetSortedBy(schema, name, tuple(keys) if keys else None))
+
+    def set_layout(self, schema: str, name: str, sorted_by: str | Sequence[str] | None = None,
+                   options: Mapping[str, object] | None = None) -> None:
+        """A table's sort keys (None: left as they are; '' or []: reset) and table options, each staged only when
+        it changes what the table has, so a model that restates its layout on every run adds nothing.
+
+        Raises:
+            ValueError: a sort key that does not parse or names no column, or an option DuckDB refuses.
+        """
+        from .layout import option_text, parse_sorted_by
+
+        info = self.table(schema, name)
+        if sorted_by is not None:
+            wanted = parse_sorted_by(sorted_by, info) if sorted_by else ()
+            if wanted != (info.sort.fields if info.sort else ()):
+                self.set_sorted_by(schema, name, sorted_by or None)
+        texts = {k: option_text(k, v) for k, v in (options or {}).items()}
+        have = {} if info.table_id in self._staged.created_table_ids else self.lake.table_options(info.table_id)
+        have.update(self._table_options.get(info.table_id, {}))
+        changed = {k: v for k, v in texts.items() if have.get(k) != v}
+        if changed:
+            self.set_table_options(schema, name, changed)
 
     def set_table_options(self, schema: str, name: str, options: Mapping[str, object]) -> None:
         """Write options of one table, as DuckDB's set_option(..., table_name => ...) stores them, written with this
@@ -341,9 +367,7 @@ class Transaction:
         from .layout import option_text
 
         texts = {k: option_text(k, v) for k, v in options.items()}
-        info = self.table(schema, name)
         if texts:
-            self._table_options.setdefault(info.table_id, {}).update(texts)
             self.stage(ops.SetTableOptions(schema, name, texts))
 
     def write_options(self, info: TableInfo) -> WriteOptions:

@@ -117,7 +117,7 @@ def _write_split(table: TableInfo, directory: str, data: pa.Table, key: tuple[st
     while start < data.num_rows:
         first = start
         path = join_path(directory, data_file_name())
-        with file_io(path).open_output(path) as out, _parquet_writer(out, data.schema, options) as writer:
+        with file_io(path).open_output(path) as out, _parquet_writer(out, data, options) as writer:
             while start < data.num_rows:
                 writer.write_table(_writable(data.slice(start, rows)), row_group_size=rows)
                 start += rows
@@ -128,10 +128,29 @@ def _write_split(table: TableInfo, directory: str, data: pa.Table, key: tuple[st
     return specs
 
 
-def _parquet_writer(out: object, schema: pa.Schema, options: WriteOptions) -> pq.ParquetWriter:
-    return pq.ParquetWriter(out, _writable_schema(schema), compression=options.compression,
+def _parquet_writer(out: object, data: pa.Table, options: WriteOptions) -> pq.ParquetWriter:
+    return pq.ParquetWriter(out, _writable_schema(data.schema), compression=options.compression,
+                            use_dictionary=_dictionary_columns(data),
                             compression_level=options.level, write_statistics=True,
                             data_page_version="2.0" if options.parquet_version == 2 else "1.0")
+
+
+def _dictionary_columns(data: pa.Table) -> list[str]:
+    """The columns DuckDB's writer would dictionary-encode: those whose dictionary plus indexes are smaller than
+    the plain values (DuckDB drops the dictionary of a column whose values are mostly distinct); nested columns
+    keep pyarrow's dictionary."""
+    out = []
+    n = max(data.num_rows, 1)
+    for field in data.schema:
+        column = data.column(field.name)
+        if pa.types.is_nested(field.type):
+            out.append(field.name)
+            continue
+        distinct = pc.count_distinct(column).as_py() or 1
+        plain = column.nbytes / n
+        if distinct * plain + n * max(1, distinct.bit_length()) / 8 < n * plain:
+            out.append(field.name)
+    return out
 
 
 def _writable_schema(schema: pa.Schema) -> pa.Schema:
@@ -142,7 +161,7 @@ def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str 
                options: WriteOptions) -> DataFileSpec:
     path = join_path(directory, data_file_name())
     rows = options.rows_per_group(data.nbytes / max(data.num_rows, 1))
-    with file_io(path).open_output(path) as out, _parquet_writer(out, data.schema, options) as writer:
+    with file_io(path).open_output(path) as out, _parquet_writer(out, data, options) as writer:
         writer.write_table(_writable(data), row_group_size=rows)
     return describe_parquet(path, table.columns, partition_values=key, contains_nan=_nan_presence(table, data))
 

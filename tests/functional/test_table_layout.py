@@ -1,0 +1,114 @@
+"""A model's layout through dbt: `sorted_by` and the Parquet write options become the table's SET SORTED BY and table
+options in the catalog (as DuckDB records them), Spark's files follow them (codec, row groups, rows sorted in each
+file), incremental merges keep them, a sort DuckDB set is honoured by our inserts, and a bad key is refused."""
+
+from __future__ import annotations
+
+import glob
+
+import pyarrow.parquet as pq
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.ducklake.spark import local_write
+from tests.support import reference
+
+SORTED = """{{ config(materialized='table', sorted_by=['k desc nulls first', 'id'], parquet_compression='zstd',
+                      parquet_row_group_size=4096, parquet_version=2) }}
+select id, case when id % 7 = 0 then null else id % 13 end as k from range(20000)
+"""
+MERGED = """{{ config(materialized='incremental', unique_key='id', sorted_by='v desc') }}
+select id, cast(id * {{ var('m', 1) }} as bigint) as v from range({{ var('n', 300) }})
+"""
+PLAIN = """{{ config(materialized='incremental') }}
+select id, {{ var('m', 1) }} * (id % 5) as v from range(100)
+"""
+BAD = "{{ config(materialized='table', sorted_by='nope desc') }}\nselect 1 as id\n"
+
+
+def _files(data_path: str, schema: str, table: str) -> list[str]:
+    return sorted(glob.glob(f"{data_path}/{schema}/{table}/*.parquet"))
+
+
+def _column(path: str, name: str) -> list:
+    return pq.read_table(path, columns=[name]).column(0).to_pylist()
+
+
+class TestTableLayout:
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sorted_t.sql": SORTED, "merged.sql": MERGED, "plain.sql": PLAIN}
+
+    @pytest.fixture(scope="class", autouse=True)
+    def spark_writes(self) -> object:
+        # small results are written by the driver (exact layout, tested in tests/lake); here Spark writes them
+        saved, local_write.SMALL_RESULT_BYTES = local_write.SMALL_RESULT_BYTES, -1
+        yield
+        local_write.SMALL_RESULT_BYTES = saved
+
+    def test_layout_from_model_config(self, project: object) -> None:
+        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        data_path = creds.data_path.rstrip("/")
+        run_dbt(["run", "--select", "sorted_t", "merged", "plain"])
+        with reference.attached(creds.catalog) as con:
+            # a sort DuckDB sets on a table our model does not sort: our next insert follows it
+            con.execute(f"ALTER TABLE lake.{schema}.plain SET SORTED BY (v DESC, id)")
+        run_dbt(["run", "--select", "merged", "plain", "--vars", '{"m": 3, "n": 400}'])
+
+        with reference.attached(creds.catalog, read_only=True) as con:
+            ids = dict(con.execute("SELECT table_name, table_id FROM ducklake_table_info('lake')").fetchall())
+            sorts = con.execute("SELECT i.table_id, e.sort_key_index, e.expression, e.dialect, e.sort_direction, "
+                                "e.null_order FROM __ducklake_metadata_lake.ducklake_sort_info i JOIN "
+                                "__ducklake_metadata_lake.ducklake_sort_expression e USING (sort_id) "
+                                "WHERE i.end_snapshot IS NULL ORDER BY ALL").fetchall()
+            options = con.execute("SELECT scope_id, key, value FROM __ducklake_metadata_lake.ducklake_metadata "
+                                  "WHERE scope = 'table' ORDER BY ALL").fetchall()
+            sorted_rows = con.execute(f"SELECT count(*), count(k), sum(k) FROM lake.{schema}.sorted_t").fetchone()
+            merged_rows = con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.merged").fetchone()
+            sort_changes = con.execute("SELECT count(*) FROM lake.snapshots() WHERE changes['altered_table'] "
+                                       "IS NOT NULL").fetchone()[0]
+        assert sorts == sorted([
+            (ids["sorted_t"], 0, "k", "duckdb", "DESC", "NULLS_FIRST"),
+            (ids["sorted_t"], 1, "id", "duckdb", "ASC", "NULLS_LAST"),
+            (ids["merged"], 0, "v", "duckdb", "DESC", "NULLS_LAST"),
+            (ids["plain"], 0, "v", "duckdb", "DESC", "NULLS_LAST"),
+            (ids["plain"], 1, "id", "duckdb", "ASC", "NULLS_LAST")])
+        assert options == [(ids["sorted_t"], "parquet_compression", "zstd"),
+                           (ids["sorted_t"], "parquet_row_group_size", "4096"),
+                           (ids["sorted_t"], "parquet_version", "V2")]
+        assert sorted_rows == (20000, 20000 - 2858, sum(i % 13 for i in range(20000) if i % 7))
+        assert merged_rows == (400, 3 * sum(range(400)))
+        assert sort_changes == 3  # two models created sorted, DuckDB's ALTER; the merge restating it adds none
+
+        # Spark's files: DuckDB's codec, row groups about parquet_row_group_size, rows in the sort order
+        files = _files(data_path, schema, "sorted_t")
+        for path in files:
+            meta = pq.ParquetFile(path).metadata
+            assert {meta.row_group(i).column(0).compression for i in range(meta.num_row_groups)} == {"ZSTD"}
+            assert all(meta.row_group(i).num_rows <= 3 * 4096 for i in range(meta.num_row_groups))
+            keys = list(zip(_column(path, "k"), _column(path, "id"), strict=True))
+            assert keys == sorted(keys, key=lambda r: (r[0] is not None, -(r[0] or 0), r[1]))
+        assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in files) >= 20000 // (3 * 4096)
+        for table, column in (("merged", "v"), ("plain", "v")):
+            for path in _files(data_path, schema, table):
+                values = _column(path, column)
+                assert values == sorted(values, reverse=True), (table, path)
+
+    def test_unknown_sort_column_is_refused(self, project: object) -> None:
+        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
+        with reference.attached(creds.catalog, read_only=True) as con:
+            before = con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall()
+        import os
+
+        model = os.path.join(project.project_root, "models", "bad.sql")  # type: ignore[attr-defined]
+        with open(model, "w") as f:
+            f.write(BAD)
+        try:
+            results = run_dbt(["run", "--select", "bad"], expect_pass=False)
+        finally:
+            os.remove(model)
+        message = results.results[0].message or ""
+        assert "sorted_by names columns table" in message and "nope" in message and "(its columns: id)" in message
+        with reference.attached(creds.catalog, read_only=True) as con:
+            assert con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall() == before
