@@ -1,6 +1,6 @@
 """A model's layout through dbt: `sorted_by` and the Parquet write options become the table's SET SORTED BY and table
 options in the catalog (as DuckDB records them), Spark's files follow them (codec, row groups, rows sorted in each
-file), incremental merges keep them, a sort DuckDB set is honoured by our inserts, and a bad key is refused."""
+file), a sort DuckDB set is honoured by our MERGE, and a bad key is refused."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.spark import local_write
 from tests.support import reference
 
@@ -17,11 +18,8 @@ SORTED = """{{ config(materialized='table', sorted_by=['k desc nulls first', 'id
                       parquet_row_group_size=4096, parquet_version=2) }}
 select id, case when id % 7 = 0 then null else id % 13 end as k from range(20000)
 """
-MERGED = """{{ config(materialized='incremental', unique_key='id', sorted_by='v desc') }}
+MERGED = """{{ config(materialized='incremental', unique_key='id') }}
 select id, cast(id * {{ var('m', 1) }} as bigint) as v from range({{ var('n', 300) }})
-"""
-PLAIN = """{{ config(materialized='incremental') }}
-select id, {{ var('m', 1) }} * (id % 5) as v from range(100)
 """
 BAD = "{{ config(materialized='table', sorted_by='nope desc') }}\nselect 1 as id\n"
 
@@ -34,27 +32,28 @@ def _column(path: str, name: str) -> list:
     return pq.read_table(path, columns=[name]).column(0).to_pylist()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _spark_writes() -> object:
+    # small results are written by the driver (exact layout, tested in tests/lake); here Spark writes them
+    saved, local_write.SMALL_RESULT_BYTES = local_write.SMALL_RESULT_BYTES, -1
+    yield
+    local_write.SMALL_RESULT_BYTES = saved
+
+
 class TestTableLayout:
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {"sorted_t.sql": SORTED, "merged.sql": MERGED, "plain.sql": PLAIN}
-
-    @pytest.fixture(scope="class", autouse=True)
-    def spark_writes(self) -> object:
-        # small results are written by the driver (exact layout, tested in tests/lake); here Spark writes them
-        saved, local_write.SMALL_RESULT_BYTES = local_write.SMALL_RESULT_BYTES, -1
-        yield
-        local_write.SMALL_RESULT_BYTES = saved
+        return {"sorted_t.sql": SORTED, "merged.sql": MERGED}
 
     def test_layout_from_model_config(self, project: object) -> None:
         creds = project.adapter.config.credentials  # type: ignore[attr-defined]
         schema = project.test_schema  # type: ignore[attr-defined]
         data_path = creds.data_path.rstrip("/")
-        run_dbt(["run", "--select", "sorted_t", "merged", "plain"])
+        run_dbt(["run"])
         with reference.attached(creds.catalog) as con:
-            # a sort DuckDB sets on a table our model does not sort: our next insert follows it
-            con.execute(f"ALTER TABLE lake.{schema}.plain SET SORTED BY (v DESC, id)")
-        run_dbt(["run", "--select", "merged", "plain", "--vars", '{"m": 3, "n": 400}'])
+            # a sort DuckDB sets on a table our model does not sort: our MERGE's new rows follow it
+            con.execute(f"ALTER TABLE lake.{schema}.merged SET SORTED BY (v DESC, id)")
+        run_dbt(["run", "--select", "merged", "--vars", '{"m": 3, "n": 400}'])
 
         with reference.attached(creds.catalog, read_only=True) as con:
             ids = dict(con.execute("SELECT table_name, table_id FROM ducklake_table_info('lake')").fetchall())
@@ -66,20 +65,19 @@ class TestTableLayout:
                                   "WHERE scope = 'table' ORDER BY ALL").fetchall()
             sorted_rows = con.execute(f"SELECT count(*), count(k), sum(k) FROM lake.{schema}.sorted_t").fetchone()
             merged_rows = con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.merged").fetchone()
-            sort_changes = con.execute("SELECT count(*) FROM lake.snapshots() WHERE changes['altered_table'] "
+            sort_changes = con.execute("SELECT count(*) FROM lake.snapshots() WHERE changes['tables_altered'] "
                                        "IS NOT NULL").fetchone()[0]
         assert sorts == sorted([
             (ids["sorted_t"], 0, "k", "duckdb", "DESC", "NULLS_FIRST"),
             (ids["sorted_t"], 1, "id", "duckdb", "ASC", "NULLS_LAST"),
             (ids["merged"], 0, "v", "duckdb", "DESC", "NULLS_LAST"),
-            (ids["plain"], 0, "v", "duckdb", "DESC", "NULLS_LAST"),
-            (ids["plain"], 1, "id", "duckdb", "ASC", "NULLS_LAST")])
+            (ids["merged"], 1, "id", "duckdb", "ASC", "NULLS_LAST")])
         assert options == [(ids["sorted_t"], "parquet_compression", "zstd"),
                            (ids["sorted_t"], "parquet_row_group_size", "4096"),
                            (ids["sorted_t"], "parquet_version", "V2")]
         assert sorted_rows == (20000, 20000 - 2858, sum(i % 13 for i in range(20000) if i % 7))
         assert merged_rows == (400, 3 * sum(range(400)))
-        assert sort_changes == 3  # two models created sorted, DuckDB's ALTER; the merge restating it adds none
+        assert sort_changes == 2  # sorted_t created sorted, DuckDB's ALTER (a model without sorted_by keeps it)
 
         # Spark's files: DuckDB's codec, row groups about parquet_row_group_size, rows in the sort order
         files = _files(data_path, schema, "sorted_t")
@@ -90,10 +88,17 @@ class TestTableLayout:
             keys = list(zip(_column(path, "k"), _column(path, "id"), strict=True))
             assert keys == sorted(keys, key=lambda r: (r[0] is not None, -(r[0] or 0), r[1]))
         assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in files) >= 20000 // (3 * 4096)
-        for table, column in (("merged", "v"), ("plain", "v")):
-            for path in _files(data_path, schema, table):
-                values = _column(path, column)
-                assert values == sorted(values, reverse=True), (table, path)
+        lake = DuckLake.open(creds.catalog)
+        try:
+            state = lake.snapshot()
+            new = [f.path for f in state.files(state.table(schema, "merged"))
+                   if f.begin_snapshot == state.snapshot_id]
+        finally:
+            lake.close()
+        assert new  # the MERGE's files: updated and inserted rows, each file in DuckDB's order
+        for path in new:
+            keys = list(zip(_column(path, "v"), _column(path, "id"), strict=True))
+            assert keys == sorted(keys, key=lambda r: (-r[0], r[1])), path
 
     def test_unknown_sort_column_is_refused(self, project: object) -> None:
         creds = project.adapter.config.credentials  # type: ignore[attr-defined]

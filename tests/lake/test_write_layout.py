@@ -154,6 +154,19 @@ def test_sorted_by_writes_the_catalog_rows_duckdb_writes(tmp_path: Path) -> None
         lake.close()
 
 
+def test_restating_the_layout_stages_nothing(lake: DuckLake) -> None:
+    """A model restates its layout on every run: what the table already has is not staged again (no snapshot)."""
+    with lake.transaction() as tx:
+        tx.create_table("main", "t", [Column(0, "a", "int32")])
+        tx.set_layout("main", "t", "a DESC", {"parquet_compression": "zstd"})
+    before = lake.latest_snapshot().snapshot_id
+    with lake.transaction() as tx:
+        tx.set_layout("main", "t", ["\"a\" desc"], {"parquet_compression": "ZSTD"})
+        assert tx.is_empty
+    assert lake.latest_snapshot().snapshot_id == before
+    assert lake.table_options(lake.snapshot().table("main", "t").table_id) == {"parquet_compression": "zstd"}
+
+
 def test_unknown_sort_column_is_refused_lake_unchanged(lake: DuckLake) -> None:
     with lake.transaction() as tx:
         tx.create_table("main", "t", [Column(0, "a", "int32"), Column(0, "b", "varchar")])

@@ -413,16 +413,12 @@ class DuckLake:
 
 def _option_text(name: str, value: Any) -> str:
     """The text DuckDB's set_option stores for a known option (others are stored as given)."""
-    from .write.layout import WRITE_OPTIONS, option_text
+    from .write.layout import WRITE_OPTIONS, boolean_text, option_text
 
     if name in WRITE_OPTIONS:
         return option_text(name, value)
     if name == "auto_compact":
-        truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
-        text = str(value).strip().lower()
-        if text not in truth:
-            raise ValueError(f"auto_compact must be true or false, got {value!r}")
-        return truth[text]
+        return boolean_text(name, value)
     if name in ("expire_older_than", "delete_older_than"):
         parse_interval(str(value))
     return str(value)

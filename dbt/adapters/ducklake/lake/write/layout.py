@@ -87,11 +87,17 @@ def option_text(name: str, value: object) -> str:
             raise ValueError("parquet_row_group_size_bytes cannot be 0")
         return str(size)
     if name == "sort_on_insert":
-        truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
-        if text.lower() not in truth:
-            raise ValueError(f"sort_on_insert must be true or false, got {value!r}")
-        return truth[text.lower()]
+        return boolean_text(name, value)
     raise ValueError(f"{name!r} is not a write option; these are: {', '.join(WRITE_OPTIONS)}")
+
+
+def boolean_text(name: str, value: object) -> str:
+    """'true' or 'false', as DuckDB stores a boolean option. Raises ValueError naming the option."""
+    truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
+    text = str(value).strip().lower()
+    if text not in truth:
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return truth[text]
 
 
 def resolve(rows: Iterable[tuple[str | None, int | None, str, str]], table: TableInfo,
