@@ -50,9 +50,14 @@ class TestTableLayout:
         schema = project.test_schema  # type: ignore[attr-defined]
         data_path = creds.data_path.rstrip("/")
         run_dbt(["run"])
+        ours = _files(data_path, schema, "sorted_t")
         with reference.attached(creds.catalog) as con:
             # a sort DuckDB sets on a table our model does not sort: our MERGE's new rows follow it
             con.execute(f"ALTER TABLE lake.{schema}.merged SET SORTED BY (v DESC, id)")
+            # DuckDB's own insert of the same rows into the table our model laid out: the file to compare ours with
+            con.execute(f"INSERT INTO lake.{schema}.sorted_t SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE i % 13 END "
+                        "FROM range(20000) r(i)")
+        (theirs,) = set(_files(data_path, schema, "sorted_t")) - set(ours)
         run_dbt(["run", "--select", "merged", "--vars", '{"m": 3, "n": 400}'])
 
         with reference.attached(creds.catalog, read_only=True) as con:
@@ -75,19 +80,28 @@ class TestTableLayout:
         assert options == [(ids["sorted_t"], "parquet_compression", "zstd"),
                            (ids["sorted_t"], "parquet_row_group_size", "4096"),
                            (ids["sorted_t"], "parquet_version", "V2")]
-        assert sorted_rows == (20000, 20000 - 2858, sum(i % 13 for i in range(20000) if i % 7))
+        assert sorted_rows == (40000, 2 * (20000 - 2858), 2 * sum(i % 13 for i in range(20000) if i % 7))
         assert merged_rows == (400, 3 * sum(range(400)))
         assert sort_changes == 2  # sorted_t created sorted, DuckDB's ALTER (a model without sorted_by keeps it)
 
-        # Spark's files: DuckDB's codec, row groups about parquet_row_group_size, rows in the sort order
-        files = _files(data_path, schema, "sorted_t")
-        for path in files:
+        # Spark's files and DuckDB's: the same codec and page encoding, row groups of about 4096 rows (DuckDB's
+        # exactly; parquet-mr closes them by bytes), the rows in the same order
+        def layout(path: str) -> tuple[set, set, list[int]]:
             meta = pq.ParquetFile(path).metadata
-            assert {meta.row_group(i).column(0).compression for i in range(meta.num_row_groups)} == {"ZSTD"}
-            assert all(meta.row_group(i).num_rows <= 3 * 4096 for i in range(meta.num_row_groups))
+            groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+            return ({g.column(0).compression for g in groups}, {e for g in groups for e in g.column(0).encodings},
+                    [g.num_rows for g in groups])
+
+        codecs, encodings, groups = layout(theirs)
+        assert (codecs, groups) == ({"ZSTD"}, [4096] * 4 + [3616])
+        assert len(ours) == 1  # one order over the write: Spark coalesced its range partitions of 20,000 rows
+        mine = layout(ours[0])
+        assert mine[:2] == (codecs, encodings)
+        assert all(2048 <= n <= 2 * 4096 for n in mine[2][:-1]) and sum(mine[2]) == 20000, mine[2]
+        for path in (ours[0], theirs):
             keys = list(zip(_column(path, "k"), _column(path, "id"), strict=True))
-            assert keys == sorted(keys, key=lambda r: (r[0] is not None, -(r[0] or 0), r[1]))
-        assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in files) >= 20000 // (3 * 4096)
+            assert keys == sorted(keys, key=lambda r: (r[0] is not None, -(r[0] or 0), r[1])), path
+
         lake = DuckLake.open(creds.catalog)
         try:
             state = lake.snapshot()
