@@ -333,14 +333,20 @@ class DuckLake:
 
     def write_options(self, table: TableInfo, staged: Mapping[str, str] | None = None) -> WriteOptions:
         """The Parquet layout options of the table's data files (table, schema, lake scope; DuckDB's defaults)."""
-        from .write.layout import WRITE_OPTIONS, resolve
+        from .write.layout import resolve
+
+        return resolve(self.write_option_rows(), table, staged)
+
+    def write_option_rows(self) -> list[tuple[str | None, int | None, str, str]]:
+        """The write options set in the lake, any scope: (scope, scope_id, key, value), read in one query."""
+        from .write.layout import WRITE_OPTIONS
 
         names = ", ".join(f"'{n}'" for n in WRITE_OPTIONS)
         current = " AND end_snapshot IS NULL" if self.db.spec.versioned_options else ""
         with self.db.read() as conn:
             rows = self.db.query(conn, "SELECT NULLIF(scope, 'global'), scope_id, key, value FROM {p}ducklake_metadata "
                                        f"WHERE key IN ({names}){current}")
-        return resolve([(s, None if s is None else i, k, v) for s, i, k, v in rows], table, staged)
+        return [(s, None if s is None else i, k, v) for s, i, k, v in rows]
 
     def table_options(self, table_id: int) -> dict[str, str]:
         """The options set for one table (table scope only), as set_option(..., table_name => ...) stored them."""

@@ -72,6 +72,7 @@ class Transaction:
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
         self._version = 0  # see version
         self._table_options: dict[int, dict[str, str]] = {}  # staged table options by (staged) table id
+        self._option_rows: list[tuple[str | None, int | None, str, str]] | None = None  # see write_options
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -371,8 +372,13 @@ class Transaction:
             self.stage(ops.SetTableOptions(schema, name, texts))
 
     def write_options(self, info: TableInfo) -> WriteOptions:
-        """The layout of the table's data files: its options in the lake, with this transaction's on top."""
-        return self.lake.write_options(info, self._table_options.get(info.table_id))
+        """The layout of the table's data files: its options in the lake (read once per transaction: a unit's
+        writes follow the options as they were at its first write), with this transaction's on top."""
+        from .layout import resolve
+
+        if self._option_rows is None:
+            self._option_rows = self.lake.write_option_rows()
+        return resolve(self._option_rows, info, self._table_options.get(info.table_id))
 
     def add_column(self, schema: str, table: str, column: Column) -> None:
         """ADD COLUMN; column.initial_default is what older files read, default_value the DEFAULT."""
