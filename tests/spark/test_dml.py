@@ -331,7 +331,7 @@ def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: Spark
 @pytest.mark.parametrize("key", ["id", "k", "null"])
 def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: object, monkeypatch: pytest.MonkeyPatch,
                                                  key: str) -> None:
-    """A target file of many row groups (the writer's ROW_GROUP_BYTES makes them for large tables; a small size here)
+    """A target file of many row groups (spark/write_layout's row group bytes make them for large tables; a small size here)
     merged with a source whose keys cover a narrow range: the join reads the target under key_range_sql's filter, so
     Spark skips the row groups outside the range. The result is DuckDB's MERGE on the same lake. key 'null': every
     source key is NULL (the filter is `false`: nothing matches, every source row is inserted)."""

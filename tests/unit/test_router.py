@@ -167,6 +167,13 @@ def _typed_statements() -> list[tuple[str, object]]:
         ("comment on column s.t.a is 'col a'", r.Comment(schema="s", name="t", column="a", text="col a")),
         ("alter table s.t set tblproperties ('k' = 'v')", r.Noop(schema="s", name="t")),
         ("alter view s.v set tblproperties ('k' = 'v')", r.Noop(schema="s", name="v")),
+        # a model's layout (sorted_by, write options): the table's sort keys and table options
+        ("create or replace table s.t tblproperties ('ducklake.types' = 'u=uuid', 'ducklake.sorted_by' = "
+         "'a desc nulls first, lower(b)', 'ducklake.option.parquet_compression' = 'zstd') as select * from s.src",
+         r.Ctas(schema="s", name="t", query="select * from s.src", replace=True, types=(("u", "uuid"),), refs=src,
+                sorted_by="a desc nulls first, lower(b)", table_options=(("parquet_compression", "zstd"),))),
+        ("alter table s.t set tblproperties ('ducklake.sorted_by' = '', 'ducklake.option.target_file_size' = '1MB')",
+         r.SetLayout(schema="s", name="t", sorted_by="", table_options=(("target_file_size", "1MB"),))),
         ("alter table s.t drop column a, drop column if exists b", r.Alter(schema="s", name="t", actions=(
             r.DropColumn(schema="s", name="t", column="a"),
             r.DropColumn(schema="s", name="t", column="b", if_exists=True)))),
@@ -203,7 +210,8 @@ def test_every_kind_keeps_its_label() -> None:
         "Insert": "insert", "InsertOverwrite": "insert_overwrite", "Delete": "delete", "Update": "update",
         "Merge": "merge", "Truncate": "truncate", "Rename": "rename", "AddColumns": "add_columns",
         "DropColumn": "drop_column", "AlterType": "alter_type", "SetNullable": "set_nullable", "Comment": "comment",
-        "Alter": "alter", "Noop": "noop", "ColumnPathChange": "alter_column"}
+        "Alter": "alter", "Noop": "noop", "ColumnPathChange": "alter_column",
+        "SetLayout": "set_layout"}
     routed = {type(c) for _, c in _typed_statements()}
     assert set(_concrete_changes()) <= routed, "a kind without a statement in the table above"
 

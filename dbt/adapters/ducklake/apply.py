@@ -34,6 +34,7 @@ from .router import (
     Noop,
     Rename,
     RoutingError,
+    SetLayout,
     SetNullable,
     Truncate,
     Update,
@@ -119,7 +120,8 @@ def _ctas(spark: SparkSession, work: LakeWork, c: Ctas) -> int:
     if c.if_not_exists and work.exists(schema, name):
         return 0
     work.create_table_as(schema, name, df, partition_by=partition_fields(c.partition_by) or None, replace=c.replace,
-                         comment=c.comment, not_null=c.not_null, types=dict(c.types))
+                         comment=c.comment, not_null=c.not_null, types=dict(c.types), sorted_by=c.sorted_by,
+                         table_options=dict(c.table_options))
     return -1
 
 
@@ -140,7 +142,8 @@ def _create_table(spark: SparkSession, work: LakeWork, c: CreateTable) -> int:
     if c.if_not_exists and work.exists(schema, name):
         return 0
     work.create_table(schema, name, _columns(spark, c.columns_ddl, c.not_null, c.types),
-                      partition_by=partition_fields(c.partition_by) or None, replace=c.replace, comment=c.comment)
+                      partition_by=partition_fields(c.partition_by) or None, replace=c.replace, comment=c.comment,
+                      sorted_by=c.sorted_by, table_options=dict(c.table_options))
     return -1
 
 
@@ -244,6 +247,12 @@ def _comment(spark: SparkSession, work: LakeWork, c: Comment) -> int:
 def _alter(spark: SparkSession, work: LakeWork, c: Alter) -> int:
     for part in c.actions:
         _apply(spark, work, part)
+    return -1
+
+
+@_handles(SetLayout)
+def _set_layout(spark: SparkSession, work: LakeWork, c: SetLayout) -> int:
+    work.set_layout(c.schema or "", c.name, c.sorted_by, dict(c.table_options))
     return -1
 
 

@@ -98,6 +98,8 @@ class Ctas(Change):
     partition_by: tuple[str, ...] = ()
     not_null: tuple[str, ...] = ()  # columns declared NOT NULL in the column list
     types: tuple[tuple[str, str], ...] = ()  # (column path, DuckLake type) from TBLPROPERTIES ('ducklake.types'=...)
+    sorted_by: str | None = None  # TBLPROPERTIES ('ducklake.sorted_by'=...): DuckDB sort keys
+    table_options: tuple[tuple[str, str], ...] = ()  # TBLPROPERTIES ('ducklake.option.<name>'=...)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +124,8 @@ class CreateTable(Change):
     partition_by: tuple[str, ...] = ()
     not_null: tuple[str, ...] = ()
     types: tuple[tuple[str, str], ...] = ()
+    sorted_by: str | None = None
+    table_options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,6 +268,16 @@ class Alter(Change):
 
     kind: ClassVar[str] = "alter"
     actions: tuple[Change, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetLayout(Change):
+    """ALTER TABLE t SET TBLPROPERTIES ('ducklake.sorted_by'=..., 'ducklake.option.<name>'=...): the table's sort
+    keys ('' resets them) and write options, as DuckDB's SET SORTED BY and set_option(..., table_name => ...)."""
+
+    kind: ClassVar[str] = "set_layout"
+    sorted_by: str | None = None
+    table_options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -463,6 +477,24 @@ def _name_end(sql: str, name: str) -> int:
 
 
 TYPES_PROPERTY = "ducklake.types"  # 'col=uuid,col2.element=time': DuckLake types of a new table's columns
+SORTED_BY_PROPERTY = "ducklake.sorted_by"  # 'a DESC NULLS FIRST, lower(b)': the table's SET SORTED BY
+OPTION_PROPERTY = "ducklake.option."  # 'ducklake.option.parquet_compression' = 'zstd': a table write option
+
+
+def _layout(props: list[exp.Expression]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The sort keys and table options of TBLPROPERTIES (SORTED_BY_PROPERTY, OPTION_PROPERTY...)."""
+    sorted_by, options = None, []
+    for p in props:
+        if type(p) is not exp.Property:
+            continue
+        key = p.name.lower()
+        value = p.args.get("value")
+        text = value.name if isinstance(value, exp.Literal) else str(value)
+        if key == SORTED_BY_PROPERTY:
+            sorted_by = text.strip()
+        elif key.startswith(OPTION_PROPERTY):
+            options.append((key[len(OPTION_PROPERTY):], text))
+    return sorted_by, tuple(options)
 
 
 def _types(text: str) -> tuple[tuple[str, str], ...]:
@@ -579,6 +611,8 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
     if kind in ("SCHEMA", "DATABASE"):
         return CreateSchema(name=_schema_name(tree.this), if_not_exists=bool(tree.args.get("exists")))
     partition, comment, temporary, types = _properties(tree)
+    props = tree.args.get("properties")
+    sorted_by, table_options = _layout(props.expressions if props else [])
     schema, name = _target(tree.this)
     if temporary or not schema or name is None:
         return None
@@ -610,11 +644,13 @@ def _create(sql: str, tree: exp.Create, refs: frozenset[tuple[str, str]]) -> Cha
         # the column list's types are not applied: the query's columns are the table's
         query = _query_text(sql, _name_end(sql, name), (TokenType.ALIAS,)) or ""
         return Ctas(schema=schema, name=name, query=query, replace=replace, if_not_exists=if_not_exists,
-                    comment=comment, partition_by=partition, not_null=not_null, types=types, refs=refs)
+                    comment=comment, partition_by=partition, not_null=not_null, types=types, refs=refs,
+                    sorted_by=sorted_by, table_options=table_options)
     if columns_ddl is None:
         raise RoutingError(f"CREATE TABLE {schema}.{name} needs columns or AS SELECT")
     return CreateTable(schema=schema, name=name, columns_ddl=columns_ddl, replace=replace, if_not_exists=if_not_exists,
-                       comment=comment, partition_by=partition, not_null=not_null, types=types)
+                       comment=comment, partition_by=partition, not_null=not_null, types=types, sorted_by=sorted_by,
+                       table_options=table_options)
 
 
 def _merge(tree: exp.Merge, refs: frozenset[tuple[str, str]]) -> Merge:
@@ -714,6 +750,10 @@ def _alter(tree: exp.Alter) -> Change | None:
                       for c in cols)
         return drops[0] if len(drops) == 1 else Alter(schema=schema, name=name, actions=drops)
     if isinstance(a, (exp.AlterSet,)):
+        props = [p for x in a.expressions if isinstance(x, exp.Properties) for p in x.expressions]
+        sorted_by, table_options = _layout(props)
+        if kind == "TABLE" and (sorted_by is not None or table_options):
+            return SetLayout(schema=schema, name=name, sorted_by=sorted_by, table_options=table_options)
         return Noop(schema=schema, name=name)  # TBLPROPERTIES etc.: Spark-catalog settings with no DuckLake meaning
     return None
 

@@ -17,14 +17,17 @@ from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state,
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
 from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
-from .maintenance.option_values import parse_interval, parse_size, parse_threshold
+from .maintenance.option_values import parse_interval, parse_threshold
 from .paths import as_dir, to_local
-from .records import SchemaInfo, Snapshot
+from .records import SchemaInfo, Snapshot, TableInfo
 from .write import catalog_rows
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .write.builder import CatalogBuilder
     from .write.commit_outcome import CommitAttempt
+    from .write.layout import WriteOptions
     from .write.transaction import Transaction
 
 CREATED_BY = "dbt-ducklake"
@@ -329,6 +332,31 @@ class DuckLake:
         with self.db.read() as conn:
             return option_value(self.db, conn, name, table_id, schema_id)
 
+    def write_options(self, table: TableInfo, staged: Mapping[str, str] | None = None) -> WriteOptions:
+        """The Parquet layout options of the table's data files (table, schema, lake scope; DuckDB's defaults)."""
+        from .write.layout import resolve
+
+        return resolve(self.write_option_rows(), table, staged)
+
+    def write_option_rows(self) -> list[tuple[str | None, int | None, str, str]]:
+        """The write options set in the lake, any scope: (scope, scope_id, key, value), read in one query."""
+        from .write.layout import WRITE_OPTIONS
+
+        names = ", ".join(f"'{n}'" for n in WRITE_OPTIONS)
+        current = " AND end_snapshot IS NULL" if self.db.spec.versioned_options else ""
+        with self.db.read() as conn:
+            rows = self.db.query(conn, "SELECT NULLIF(scope, 'global'), scope_id, key, value FROM {p}ducklake_metadata "
+                                       f"WHERE key IN ({names}){current}")
+        return [(s, None if s is None else i, k, v) for s, i, k, v in rows]
+
+    def table_options(self, table_id: int) -> dict[str, str]:
+        """The options set for one table (table scope only), as set_option(..., table_name => ...) stored them."""
+        current = " AND end_snapshot IS NULL" if self.db.spec.versioned_options else ""
+        with self.db.read() as conn:
+            rows = self.db.query(conn, "SELECT key, value FROM {p}ducklake_metadata WHERE scope = 'table' AND "
+                                       f"scope_id = :i{current}", {"i": table_id})
+        return {k: v for k, v in rows}
+
     def set_option(self, name: str, value: str, *, schema_id: int | None = None, table_id: int | None = None) -> None:
         """Persist an option in ducklake_metadata (global, schema or table scope), as DuckDB's set_option does.
 
@@ -346,11 +374,9 @@ class DuckLake:
                 "layout of ducklake_metadata), which this version reads but does not write; set it with DuckDB")
         scope, scope_id = ("table", table_id) if table_id is not None else (
             ("schema", schema_id) if schema_id is not None else (None, None))
-        where = "key = :k AND scope IS NULL" if scope is None else "key = :k AND scope = :s AND scope_id = :i"
         with self.db.write() as conn:
-            self.db.execute(conn, f"DELETE FROM {{p}}ducklake_metadata WHERE {where}", {"k": name, "s": scope, "i": scope_id})
-            self.db.execute(conn, "INSERT INTO {p}ducklake_metadata VALUES (:k, :v, :s, :i)",
-                            {"k": name, "v": str(value), "s": scope, "i": scope_id})
+            self.db.execute(conn, *catalog_rows.delete_option(name, scope, scope_id))
+            self.db.execute(conn, *catalog_rows.option(name, str(value), scope, scope_id))
         if scope is None:
             self.options[name] = str(value)
 
@@ -406,14 +432,12 @@ class DuckLake:
 
 def _option_text(name: str, value: Any) -> str:
     """The text DuckDB's set_option stores for a known option (others are stored as given)."""
-    if name == "target_file_size":
-        return str(parse_size(value))
+    from .write.layout import WRITE_OPTIONS, boolean_text, option_text
+
+    if name in WRITE_OPTIONS:
+        return option_text(name, value)
     if name == "auto_compact":
-        truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
-        text = str(value).strip().lower()
-        if text not in truth:
-            raise ValueError(f"auto_compact must be true or false, got {value!r}")
-        return truth[text]
+        return boolean_text(name, value)
     if name in ("expire_older_than", "delete_older_than"):
         parse_interval(str(value))
     if name == "rewrite_delete_threshold":  # DuckDB stores C++'s to_string of the double: '0.500000'

@@ -87,6 +87,23 @@ class PartitionSpec:
 
 
 @dataclass(frozen=True)
+class SortField:
+    """One key of a table's SET SORTED BY, as ducklake_sort_expression holds it."""
+
+    key_index: int
+    expression: str  # in its dialect's text, DuckDB's normalized form for 'duckdb' ('a', 'lower(b)', '(a + 1)')
+    descending: bool = False
+    nulls_first: bool = False  # DuckDB's default is NULLS LAST for both directions
+    dialect: str = "duckdb"
+
+
+@dataclass(frozen=True)
+class SortSpec:
+    sort_id: int
+    fields: tuple[SortField, ...]
+
+
+@dataclass(frozen=True)
 class TableInfo:
     table_id: int
     table_uuid: str
@@ -99,6 +116,7 @@ class TableInfo:
     columns: tuple[Column, ...]
     partition: PartitionSpec | None = None
     tags: dict[str, str] = field(default_factory=dict, compare=False)
+    sort: SortSpec | None = None
     column_tags: dict[int, dict[str, str]] = field(default_factory=dict, compare=False)
 
     @property

@@ -133,7 +133,8 @@ def stage_update(spark: SparkSession, tx: Transaction, schema: str, table: str, 
         return Staged()
     table_dir = tx.table_path(info)
     done = Staged(changed=True, rows=hits.num_rows)
-    done.add(tx, write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid"), table_dir)
+    done.add(tx, write_files(spark, matched.drop("__file", "__pos"), info, table_dir, row_ids="__rowid",
+                                  options=tx.write_options(info)), table_dir)
     _stage_deletes(tx, base, hits)
     tx.add_data_files(info.schema_name, info.name, done.files)
     return done
@@ -166,7 +167,7 @@ def stage_insert_overwrite(spark: SparkSession, tx: Transaction, schema: str, ta
         raise ValueError(f"{schema}.{table} is not partitioned: dynamic partition overwrite needs a partitioned table")
     table_dir = tx.table_path(info)
     done = Staged()
-    done.add(tx, write_files(spark, df, info, table_dir), table_dir)  # type: ignore[arg-type]
+    done.add(tx, write_files(spark, df, info, table_dir, options=tx.write_options(info)), table_dir)  # type: ignore[arg-type]
     if dynamic_partitions:
         assert info.partition is not None
         written = {f.partition_values for f in done.files}
@@ -781,7 +782,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
                         rows = spark.sql(f"SELECT {small}h.__rowid, {', '.join(new)} FROM {src_view} s JOIN "
                                          f"(SELECT __src_row, __rowid FROM {hit_view}) h ON s.__src_row = h.__src_row")
                     done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
-                                             table_dir, row_ids="__rowid"), table_dir)
+                                             table_dir, row_ids="__rowid", options=tx.write_options(info)), table_dir)
             matched_rows = f"(SELECT __src_row FROM {hit_view})"  # an anti join needs no DISTINCT
         if inserts:
             idx = _first([w.condition for w in inserts])
@@ -790,7 +791,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
                             if unmatched_df is not None else
                             f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
                             f"ON s.__src_row = m.__src_row WHERE ({idx}) >= 0")
-            inserted = write_files(spark, ins, info, table_dir)
+            inserted = write_files(spark, ins, info, table_dir, options=tx.write_options(info))
             done.add(tx, inserted, table_dir)
             done.rows += sum(f.record_count for f in inserted)
         if by_source:
@@ -811,7 +812,8 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
                     if got.num_rows:
                         deletes.append(got)
                         done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]),
-                                                 info, table_dir, row_ids="__rowid"), table_dir)
+                                                 info, table_dir, row_ids="__rowid",
+                                                 options=tx.write_options(info)), table_dir)
             finally:
                 rest.unpersist()
         gone_ids = pa.concat_tables(deletes) if deletes else _IDS_SCHEMA.empty_table()

@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from ..lake.records import TableInfo
 from ..lake.write.datafiles import DataFileSpec
+from ..lake.write.layout import WriteOptions
 from ..lake.write.writer import write_data_files
 from .session import is_classic
 from .sql_literals import ident
@@ -67,13 +68,15 @@ def arrow_type(dt: T.DataType) -> pa.DataType | None:
 
 
 def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
-                bounded: bool = False, row_ids: bool = False) -> list[DataFileSpec] | None:
+                bounded: bool = False, row_ids: bool = False, options: WriteOptions | None = None
+                ) -> list[DataFileSpec] | None:
     """The conformed DataFrame's rows written as the table's data files by the driver, when Spark evaluates them on
     the driver or the result is small (see the module); None when the write must go through Spark.
 
     bounded: the DataFrame is an inline table of a bounded size (a seed's VALUES), which Spark Connect may collect;
     ignored on a classic session, whose optimized plan tells. row_ids: its last column holds the rows' preserved
-    row ids (an UPDATE's post-images), written as the lake's row id column as the Spark writer does."""
+    row ids (an UPDATE's post-images), written as the lake's row id column as the Spark writer does. options: the
+    table's write options (the files are laid out and sorted as DuckDB lays them out)."""
     classic = is_classic(spark)
     if ((not classic and not bounded) or table.partition is not None or any(not c.nullable for c in table.columns)
             or any(needs_conversion(c) for c in table.columns)):
@@ -83,9 +86,9 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     if len(fields) != len(table.columns) + row_ids or any(t is None for t in types):
         return None
     if not classic:
-        return _written(table, table_dir, _connect_rows(df, types), row_ids)
+        return _written(table, table_dir, _connect_rows(df, types), row_ids, options)
     if not is_local(df):
-        return _write_small(df, table, table_dir, types, row_ids)
+        return _write_small(df, table, table_dir, types, row_ids, options)
     # a zoned timestamp collects as the local wall time of the Python process: take its micros instead
     proj = [F.unix_micros(F.col(ident(f.name))) if isinstance(f.dataType, T.TimestampType) else F.col(ident(f.name))
             for f in fields]
@@ -99,18 +102,19 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         if t == pa.binary():
             values = [None if v is None else bytes(v) for v in values]
         arrays.append(pa.array(values, type=t))
-    return _written(table, table_dir, pa.Table.from_arrays(arrays, names=[f.name for f in fields]), row_ids)
+    return _written(table, table_dir, pa.Table.from_arrays(arrays, names=[f.name for f in fields]), row_ids, options)
 
 
-def _written(table: TableInfo, table_dir: str, data: pa.Table, row_ids: bool) -> list[DataFileSpec]:
+def _written(table: TableInfo, table_dir: str, data: pa.Table, row_ids: bool, options: WriteOptions | None
+             ) -> list[DataFileSpec]:
     """The collected rows (in table column order, then the row ids when row_ids) written by the lake's writer."""
     n = len(table.columns)
     rows = pa.Table.from_arrays(data.columns[:n], names=[c.name for c in table.columns])
-    return write_data_files(table, table_dir, rows, row_ids=data.column(n) if row_ids else None)
+    return write_data_files(table, table_dir, rows, row_ids=data.column(n) if row_ids else None, options=options)
 
 
-def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None], row_ids: bool
-                 ) -> list[DataFileSpec] | None:
+def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa.DataType | None], row_ids: bool,
+                 options: WriteOptions | None) -> list[DataFileSpec] | None:
     """A small result (see the module) collected as Arrow (zoned timestamps as UTC instants) and written by the
     driver; None when Spark estimates it larger or it has more rows than that."""
     size = estimated_bytes(df)
@@ -119,7 +123,7 @@ def _write_small(df: DataFrame, table: TableInfo, table_dir: str, types: list[pa
     got = df.limit(SMALL_RESULT_ROWS + 1).toArrow()  # the limit bounds what a wrong estimate costs the driver
     if got.num_rows > SMALL_RESULT_ROWS:
         return None
-    return _written(table, table_dir, _cast(got, types), row_ids)
+    return _written(table, table_dir, _cast(got, types), row_ids, options)
 
 
 def _cast(got: pa.Table, types: list[pa.DataType | None]) -> pa.Table:

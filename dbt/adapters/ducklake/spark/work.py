@@ -252,13 +252,16 @@ class LakeWork:
     def create_table_as(self, schema: str, table: str, df: DataFrame, *,
                         partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
                         comment: str | None = None, not_null: Sequence[str] = (),
-                        types: Mapping[str, str] | None = None, bounded: bool = False) -> None:
+                        types: Mapping[str, str] | None = None, bounded: bool = False,
+                        sorted_by: str | None = None, table_options: Mapping[str, str] | None = None) -> None:
         """CREATE [OR REPLACE] TABLE ... AS the DataFrame (replacing a view of that name too: a model switching from
-        view to table is still one snapshot). bounded: df is a small inline table (`write.write_files`)."""
+        view to table is still one snapshot). bounded: df is a small inline table (`write.write_files`).
+        sorted_by, table_options: the table's layout (`Transaction.set_layout`)."""
         if replace and ci_lookup(self.tx.base.views, (schema, table)) is not None:
             self.tx.drop_view(schema, table)
         stage_create_table_as(self.spark, self.tx, schema, table, df, partition_by=partition_by, replace=replace,
-                              comment=comment, not_null=not_null, types=types, bounded=bounded)
+                              comment=comment, not_null=not_null, types=types, bounded=bounded,
+                              sorted_by=sorted_by, table_options=table_options)
         self._touch(schema, table)
 
     def create_table_from_arrow(self, schema: str, table: str, spark_types: T.StructType, data: pa.Table, *,
@@ -289,10 +292,18 @@ class LakeWork:
 
     def create_table(self, schema: str, table: str, columns: Sequence[Column], *,
                      partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
-                     comment: str | None = None) -> None:
+                     comment: str | None = None, sorted_by: str | None = None,
+                     table_options: Mapping[str, str] | None = None) -> None:
         self.tx.create_table(schema, table, list(columns), partition_by=partition_by, replace=replace,
                              comment=comment)
+        self.tx.set_layout(schema, table, sorted_by, table_options)
         self._touch(schema, table)
+
+    def set_layout(self, schema: str, table: str, sorted_by: str | None,
+                   table_options: Mapping[str, str] | None) -> None:
+        """The table's sort keys and write options (`Transaction.set_layout`: only what changes is staged); the
+        unit's later writes to it follow them."""
+        self.tx.set_layout(schema, table, sorted_by, table_options)
 
     def insert(self, schema: str, table: str, df: DataFrame) -> int:
         """Rows written as new files of the table; returns the number of files."""
@@ -346,7 +357,7 @@ class LakeWork:
         try:
             rows = self.spark.sql(select(view, [c.name for c in info.columns]))
             table_dir = self.tx.table_path(info)
-            new = write_files(self.spark, rows, info, table_dir)
+            new = write_files(self.spark, rows, info, table_dir, options=self.tx.write_options(info))
         finally:
             self.spark.catalog.dropTempView(view)
         self.tx.own_files([f.path for f in new], table_dir)

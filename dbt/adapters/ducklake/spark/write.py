@@ -41,6 +41,7 @@ from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
 from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.write.faults import fault_point
+from ..lake.write.layout import WriteOptions
 from ..lake.write.partitioning import EPOCH_TRANSFORMS, validate_transform
 from ..lake.write.writer import NULL_PARTITION_DIR, write_data_files
 from . import s3a
@@ -48,6 +49,7 @@ from .local_write import write_local
 from .sql_literals import ident
 from .type_writings import needs_conversion, write_sql, write_type
 from .types import columns_from_spark, spark_field, spark_schema, to_spark
+from .write_layout import parquet_options, sort_columns
 
 if TYPE_CHECKING:
     from ..lake.write.transaction import Transaction
@@ -65,13 +67,7 @@ _MICROS_PER_DAY, _MICROS_PER_HOUR = 86_400_000_000, 3_600_000_000
 _LONG_BUCKET = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "boolean"}
 _BYTES_BUCKET = {"varchar", "json", "blob"}
 _SHORT_KEY = 32  # bytes of a string/blob partition value that go into a Spark directory name as they are
-# Row groups of at most this many bytes (Parquet's default is 128 MB: one row group per file of up to ~3M rows here).
-# Spark skips row groups whose min/max exclude a pushed filter, so a MERGE whose keys cluster (key_range_sql in dml)
-# reads the row groups they can hit, not whole files; DuckDB writes row groups of 122,880 rows (a few MB).
-ROW_GROUP_BYTES = 16 * 1024 * 1024
 _WRITER_OPTIONS = {
-    "compression": "snappy",
-    "parquet.block.size": str(ROW_GROUP_BYTES),  # options reach the Hadoop conf of the write
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",  # no _SUCCESS marker (options reach Hadoop conf)
     "parquet.summary.metadata.level": "NONE",  # no _metadata/_common_metadata summary files
 }
@@ -82,12 +78,15 @@ _REQUIRED = {"spark.sql.parquet.fieldId.write.enabled": "true",
 # ---------------------------------------------------------------------------------------------------- public API
 
 def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir: str, *,
-                row_ids: str | None = None, bounded: bool = False) -> list[DataFileSpec]:
+                row_ids: str | None = None, bounded: bool = False,
+                options: WriteOptions | None = None) -> list[DataFileSpec]:
     """Write the DataFrame's rows as data files of the table (Spark executors), returning specs for add_data_files.
 
     row_ids names a column of df holding preserved row ids (an UPDATE's post-images); it is written as
     _ducklake_internal_row_id so the rows keep their ids, as the reference does. bounded: df is an inline table of a
     bounded size (a seed's VALUES), which the driver may collect and write on Spark Connect too (spark/local_write).
+    options: the table's write options (`Transaction.write_options`; DuckDB's defaults when None), see
+    spark/write_layout. Each file's rows are sorted by the table's SET SORTED BY.
 
     Files land under table_dir in DuckDB's layout; empty files are dropped. The caller owns the returned files: it
     registers them, or removes them (lake.paths.discard_files) after a definite failure: `Transaction.own_files`.
@@ -102,8 +101,10 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     if "://" in table_dir and not table_dir.startswith("file://") and not s3a.is_object_store(table_dir):
         raise ValueError(f"the Spark writer needs the table directory on a file system the driver can list and move "
                          f"files in (a local or shared path, or s3://); got {table_dir!r}")
+    options = options or WriteOptions()
     conformed = conform(df, table, keep=row_ids)
-    local = write_local(spark, conformed, table, table_dir, bounded=bounded, row_ids=row_ids is not None)
+    local = write_local(spark, conformed, table, table_dir, bounded=bounded, row_ids=row_ids is not None,
+                        options=options)
     if local is not None:
         fault_point("spark_write")
         return local
@@ -115,10 +116,15 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
         for key in keys:
             out = key.add(out)
         extra = [F.col(ident(ROW_ID_COLUMN))] if row_ids else []
-        writer = out.select(*[F.col(ident(c.name)) for c in table.columns], *extra, *[F.col(k.name) for k in keys]).write
+        out = out.select(*[F.col(ident(c.name)) for c in table.columns], *extra, *[F.col(k.name) for k in keys])
+        if table.sort is not None and options.sort_on_insert:
+            # one order over the whole write, as DuckDB sorts an insert before it splits it into files: Spark's range
+            # partitioning gives each task (each file) its own stretch of keys, so files prune by their min/max.
+            # Partition keys first: the partitioned write then keeps this order instead of sorting again.
+            out = out.orderBy(*[F.col(k.name) for k in keys], *sort_columns(table.sort.fields))
         # "error", not "errorifexists": the same mode for classic Spark, and the only spelling Spark Connect's
         # client accepts (pyspark 4.0 raises UNSUPPORTED_OPERATION for "errorifexists")
-        writer = writer.options(**_WRITER_OPTIONS).mode("error")
+        writer = out.write.options(**{**parquet_options(options, table), **_WRITER_OPTIONS}).mode("error")
         if keys:
             writer = writer.partitionBy(*[k.name for k in keys])
         writer.parquet(_uri(staging))
@@ -148,7 +154,8 @@ def stage_append(spark: SparkSession, txn: Transaction, schema: str, table: str,
 def _stage_files(spark: SparkSession, txn: Transaction, schema: str, table: str, info: TableInfo, df: DataFrame,
                  bounded: bool = False) -> list[DataFileSpec]:
     table_dir = txn.table_path(info)
-    return _stage_written(txn, schema, table, table_dir, write_files(spark, df, info, table_dir, bounded=bounded))
+    files = write_files(spark, df, info, table_dir, bounded=bounded, options=txn.write_options(info))
+    return _stage_written(txn, schema, table, table_dir, files)
 
 
 def _stage_written(txn: Transaction, schema: str, table: str, table_dir: str, files: list[DataFileSpec]
@@ -163,15 +170,20 @@ def _stage_written(txn: Transaction, schema: str, table: str, table_dir: str, fi
 def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, table: str, df: DataFrame, *,
                           partition_by: Sequence[tuple[str, str]] | None = None, replace: bool = False,
                           comment: str | None = None, not_null: Sequence[str] = (),
-                          types: Mapping[str, str] | None = None, bounded: bool = False) -> list[DataFileSpec]:
+                          types: Mapping[str, str] | None = None, bounded: bool = False,
+                          sorted_by: str | None = None, table_options: Mapping[str, str] | None = None
+                          ) -> list[DataFileSpec]:
     """Stage CREATE [OR REPLACE] TABLE ... AS the DataFrame in txn (files written, table and files staged).
 
     Columns are nullable (as DuckDB's CTAS makes them) except those in not_null, which the write then enforces.
     types: DuckLake types of columns by path (types.from_spark), e.g. {"id": "uuid"} for a text column of UUIDs.
-    bounded: see `write_files`.
+    bounded: see `write_files`. sorted_by, table_options: the new table's sort keys and write options
+    (`Transaction.set_layout`), which its first files already follow.
     """
     columns = columns_from_spark(df.schema, not_null, types)
-    staged = txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
+    txn.create_table(schema, table, columns, partition_by=partition_by, comment=comment, replace=replace)
+    txn.set_layout(schema, table, sorted_by, table_options)
+    staged = txn.table(schema, table)
     return _stage_files(spark, txn, schema, table, staged, df, bounded)
 
 
@@ -190,7 +202,8 @@ def stage_create_table_from_arrow(txn: Transaction, schema: str, table: str, spa
     staged = txn.create_table(schema, table, columns, replace=replace)
     table_dir = txn.table_path(staged)
     return _stage_written(txn, schema, table, table_dir,
-                          write_data_files(staged, table_dir, data.rename_columns([c.name for c in staged.columns])))
+                          write_data_files(staged, table_dir, data.rename_columns([c.name for c in staged.columns]),
+                                           options=txn.write_options(staged)))
 
 
 # ------------------------------------------------------------------------------------------ conforming the data

@@ -18,7 +18,7 @@
     {%- if contract_config.enforced %} {{ get_table_columns_and_constraints() }}{% endif %}
     {{ ducklake_partition_clause() }}
     {{ comment_clause() }}
-    {{ ducklake_types_clause() }}
+    {{ ducklake_tblproperties_clause() }}
     as
     {{ compiled_code }}
   {%- endif -%}
@@ -32,16 +32,55 @@
   {%- endif -%}
 {%- endmacro %}
 
+{#- One TBLPROPERTIES clause for a new table (Spark takes one): its DuckLake types and its layout. -#}
+{% macro ducklake_tblproperties_clause() -%}
+  {%- set props = ducklake_types_properties() + ducklake_layout_properties() -%}
+  {%- if props -%}
+    tblproperties ({{ props | join(', ') }})
+  {%- endif -%}
+{%- endmacro %}
+
 {#- `ducklake_types: {column: type}` (DuckLake type names; nested fields as col.element, col.key, col.value,
     col.field): the DuckLake types a new table's columns are stored as, e.g. uuid for a text column of UUIDs. -#}
-{% macro ducklake_types_clause() -%}
+{% macro ducklake_types_properties() -%}
   {%- set types = config.get('ducklake_types') -%}
   {%- if types -%}
     {%- if types is not mapping -%}
       {{ exceptions.raise_compiler_error("ducklake_types must be a mapping of column to DuckLake type, e.g. "
           ~ "{id: uuid}; got " ~ types) }}
     {%- endif -%}
-    tblproperties ('ducklake.types' = '{% for k, v in types.items() %}{{ k }}={{ v }}{{ "," if not loop.last }}{% endfor %}')
+    {{ return(["'ducklake.types' = '" ~ (types.items() | map('join', '=') | join(',')) ~ "'"]) }}
+  {%- endif -%}
+  {{ return([]) }}
+{%- endmacro %}
+
+{#- The table's layout (docs/guide/table-layout.md): `sorted_by` (DuckDB sort keys, a string or a list) and the
+    write options DuckDB's set_option takes per table. -#}
+{% macro ducklake_layout_properties() -%}
+  {%- set props = [] -%}
+  {%- set sorted_by = config.get('sorted_by') -%}
+  {%- if sorted_by is not none -%}
+    {%- set keys = [sorted_by] if sorted_by is string else sorted_by -%}
+    {%- do props.append("'ducklake.sorted_by' = '" ~ ducklake_escape(keys | join(', ')) ~ "'") -%}
+  {%- endif -%}
+  {%- for name in ['parquet_compression', 'parquet_compression_level', 'parquet_row_group_size',
+                   'parquet_row_group_size_bytes', 'parquet_version', 'target_file_size'] -%}
+    {%- set value = config.get(name) -%}
+    {%- if value is not none -%}
+      {%- do props.append("'ducklake.option." ~ name ~ "' = '" ~ ducklake_escape(value | string) ~ "'") -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(props) }}
+{%- endmacro %}
+
+{#- An existing table's layout brought to the model's config (staged only where it differs), before its rows are
+    written: incremental runs sort and lay out their files as the table says. -#}
+{% macro ducklake_set_layout(relation) -%}
+  {%- set props = ducklake_layout_properties() -%}
+  {%- if props -%}
+    {%- call statement('set_layout') -%}
+      alter table {{ relation }} set tblproperties ({{ props | join(', ') }})
+    {%- endcall -%}
   {%- endif -%}
 {%- endmacro %}
 

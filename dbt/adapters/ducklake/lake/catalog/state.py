@@ -30,6 +30,8 @@ from ..records import (
     PartitionSpec,
     SchemaInfo,
     Snapshot,
+    SortField,
+    SortSpec,
     TableColumnStats,
     TableInfo,
     TableStats,
@@ -468,6 +470,21 @@ def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: 
         spec = parts.get(tid) or PartitionSpec(pid, ())
         parts[tid] = PartitionSpec(pid, spec.fields + (PartitionField(key_index, cid, transform),))
 
+    sorts: dict[int, SortSpec] = {}
+    for sort_id, tid, key_index, expression, dialect, direction, nulls in db.query(
+        conn,
+        "SELECT i.sort_id, i.table_id, e.sort_key_index, e.expression, e.dialect, e.sort_direction, e.null_order "
+        "FROM {p}ducklake_sort_info i JOIN {p}ducklake_sort_expression e "
+        "ON e.sort_id = i.sort_id AND e.table_id = i.table_id "
+        f"WHERE {visible('i')} ORDER BY i.table_id, i.sort_id, e.sort_key_index",
+        p,
+    ):
+        held = sorts.get(tid) or SortSpec(sort_id, ())
+        # as the reference reads them: 'DESC' (any case) is descending, 'NULLS_FIRST' puts NULLs first
+        key = SortField(key_index, expression, (direction or "").upper() == "DESC",
+                        (nulls or "").upper() == "NULLS_FIRST", dialect)
+        sorts[tid] = SortSpec(held.sort_id, held.fields + (key,))
+
     tables: dict[tuple[str, str], TableInfo] = {}
     for tid, tuuid, sid, name, path, rel, begin in db.query(
         conn,
@@ -490,6 +507,7 @@ def _load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: 
             columns=build_column_tree(cols.get(tid, [])),
             partition=parts.get(tid),
             tags=tags[tid],
+            sort=sorts.get(tid),
             column_tags={k: dict(v) for k, v in ctags[tid].items()},
         )
 

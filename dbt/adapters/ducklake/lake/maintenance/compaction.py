@@ -35,6 +35,7 @@ from ..write import file_rows
 from ..write.builder import CatalogBuilder
 from ..write.conflicts import parse_changes
 from ..write.datafiles import DataFileSpec
+from ..write.layout import sort_permutation
 from ..write.operations import Operation, bound_table
 from ..write.partitioning import partition_values
 from ..write.writer import NULL_PARTITION_DIR, conform, write_file
@@ -284,13 +285,18 @@ def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Se
         else:
             expect = f.row_id_start + f.record_count
     rows = pa.concat_tables(parts)
+    sort = info.sort.fields if info.sort is not None else ()
+    order = sort_permutation(conform_loose(rows, table_v.columns), sort)
+    if order is not None:  # the reference's compaction sorts by the table's SET SORTED BY: positions change
+        begins = pa.chunked_array([c for s in snaps for c in s.chunks], pa.int64()).take(order)
+        rows, snaps, adjacent = rows.take(order), [begins], False
     data = conform_loose(rows, table_v.columns)
     data = data.append_column(reserved_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.chunked_array(
         [c for s in snaps for c in s.chunks], pa.int64()))
     if not adjacent:
         data = data.append_column(reserved_field(ROW_ID_COLUMN, ROW_ID_FIELD_ID), rows.column("rowid").cast(pa.int64()))
     directory = first.path.rsplit("/", 1)[0] if first.partition_id is not None else state.table_path(info)
-    spec = write_file(table_v, directory, data, first.partition_values)
+    spec = write_file(table_v, directory, data, first.partition_values, lake.write_options(info))
     tx.own_files([spec.path])
     return _Merge(tuple(sources), spec, first.row_id_start if adjacent else None)
 

@@ -118,6 +118,21 @@ class CatalogBuilder(CatalogView):
             self.add(*catalog_rows.partition_columns(info.table_id, new.partition))
         return new
 
+    def set_sorted_by(self, info: TableInfo, keys: Sequence[str] | None) -> TableInfo:
+        new = super().set_sorted_by(info, keys)
+        if info.sort is not None:
+            self.add(*catalog_rows.end_sort_info(info.table_id, self.snapshot_id))
+        if new.sort is not None:
+            self.add(*catalog_rows.sort_info(info.table_id, new.sort, self.snapshot_id))
+            self.add_rows(catalog_rows.sort_expressions(info.table_id, new.sort))
+        return new
+
+    def set_table_options(self, info: TableInfo, options: dict[str, str]) -> None:
+        """Table-scope options, as set_option(..., table_name => ...) writes them (no snapshot of their own)."""
+        for name, value in sorted(options.items()):
+            self.add(*catalog_rows.delete_option(name, "table", info.table_id))
+            self.add(*catalog_rows.option(name, value, "table", info.table_id))
+
     # columns -------------------------------------------------------------------------------------------------
     def add_column(self, info: TableInfo, column: Column) -> TableInfo:
         new = super().add_column(info, column)

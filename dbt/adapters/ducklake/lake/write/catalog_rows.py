@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..records import Column, PartitionSpec, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
+from ..records import Column, PartitionSpec, SchemaInfo, Snapshot, SortSpec, TableColumnStats, TableInfo, ViewInfo
 
 if TYPE_CHECKING:
     from ..catalog.dialect import Dialect
@@ -87,6 +87,32 @@ def end_view(view_id: int, snapshot_id: int) -> Statement:
 
 def end_sort_info(table_id: int, snapshot_id: int) -> Statement:
     return _end("UPDATE {p}ducklake_sort_info" + _LIVE + "table_id = :id", {"id": table_id}, snapshot_id)
+
+
+def sort_info(table_id: int, spec: SortSpec, snapshot_id: int) -> Statement:
+    """INSERT INTO ducklake_sort_info (a table's SET SORTED BY, beginning at snapshot_id)."""
+    return ("INSERT INTO {p}ducklake_sort_info VALUES (:id, :tid, :sid, NULL)",
+            {"id": spec.sort_id, "tid": table_id, "sid": snapshot_id})
+
+
+def sort_expressions(table_id: int, spec: SortSpec) -> Statement:
+    """INSERT INTO ducklake_sort_expression, one row per key, spelled as the reference spells them."""
+    return ("INSERT INTO {p}ducklake_sort_expression VALUES (:id, :tid, :k, :e, :d, :dir, :nulls)",
+            [{"id": spec.sort_id, "tid": table_id, "k": f.key_index, "e": f.expression, "d": f.dialect,
+              "dir": "DESC" if f.descending else "ASC", "nulls": "NULLS_FIRST" if f.nulls_first else "NULLS_LAST"}
+             for f in spec.fields])
+
+
+# options (ducklake_metadata; set_option's rows carry no snapshot) -------------------------------------------------
+def delete_option(name: str, scope: str | None, scope_id: int | None) -> Statement:
+    where = "key = :k AND scope IS NULL" if scope is None else "key = :k AND scope = :s AND scope_id = :i"
+    return f"DELETE FROM {{p}}ducklake_metadata WHERE {where}", {"k": name, "s": scope, "i": scope_id}
+
+
+def option(name: str, value: str, scope: str | None, scope_id: int | None) -> Statement:
+    """INSERT INTO ducklake_metadata: an option of the lake (scope None), a schema or a table."""
+    return ("INSERT INTO {p}ducklake_metadata VALUES (:k, :v, :s, :i)",
+            {"k": name, "v": value, "s": scope, "i": scope_id})
 
 
 # columns ---------------------------------------------------------------------------------------------------------

@@ -358,6 +358,16 @@ class CatalogView:
         self.altered(info.table_id)
         return self.replace_table(info, replace(info, partition=spec))
 
+    def set_sorted_by(self, info: TableInfo, keys: Sequence[str] | None) -> TableInfo:
+        """SET SORTED BY (keys as DuckDB takes them) or, with None, RESET SORTED BY. As the reference: a new sort id
+        from next_catalog_id, altered_table, a new schema version but no schema_versions row."""
+        from ..records import SortSpec
+        from .layout import parse_sorted_by
+
+        spec = SortSpec(self.catalog_id(), parse_sorted_by(keys, info)) if keys else None
+        self.altered(info.table_id, schema_row=False)
+        return self.replace_table(info, replace(info, sort=spec))
+
     def altered(self, table_id: int, schema_row: bool = True) -> None:
         # also for a table created in this commit, as the reference writes it (created_table:…,altered_table:<id>)
         self.changes.altered_tables.add(table_id)

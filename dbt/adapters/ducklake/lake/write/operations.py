@@ -130,6 +130,28 @@ class SetPartitioning(DdlOperation):
 
 
 @dataclass
+class SetSortedBy(DdlOperation):
+    schema: str
+    name: str
+    keys: tuple[str, ...] | None
+
+    def apply(self, b: CatalogView) -> None:
+        b.set_sorted_by(bound_table(b, self, self.name), self.keys)
+
+
+@dataclass
+class SetTableOptions(Operation):
+    """Table-scope write options (stored texts), written with the commit for the table's final id."""
+
+    schema: str
+    table: str
+    options: dict[str, str]
+
+    def apply(self, b: CatalogBuilder) -> None:
+        b.set_table_options(bound_table(b, self, self.table), self.options)
+
+
+@dataclass
 class AddColumn(DdlOperation):
     schema: str
     table: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +27,7 @@ from .inlining import remove_inlined_files
 
 if TYPE_CHECKING:
     from ..lake import DuckLake
+    from .layout import WriteOptions
 
 logger = logging.getLogger(__name__)
 _sleep = time.sleep  # the retries' wait (tests replace it here, not in the time module every thread shares)
@@ -73,6 +74,8 @@ class Transaction:
         self._owned: list[tuple[tuple[str, ...], str | None]] = []  # (paths, root) written for it: see own_files
         self._version = 0  # see version
         self._inlining_limits: dict[tuple[str, str], int] = {}  # see set_inlining_limit
+        self._table_options: dict[int, dict[str, str]] = {}  # staged table options by (staged) table id
+        self._option_rows: list[tuple[str | None, int | None, str, str]] | None = None  # see write_options
 
     # context manager --------------------------------------------------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -182,6 +185,8 @@ class Transaction:
         else:
             # data operations run at commit; here they only check the table and note what they touch
             info = ops.bound_table(self._staged, op, op.table)  # type: ignore[attr-defined]
+            if isinstance(op, ops.SetTableOptions):  # this transaction's writes to the table use them at once
+                self._table_options.setdefault(info.table_id, {}).update(op.options)
             changes = self._staged.changes
             if info.table_id in self._staged.created_table_ids:
                 self._ops.append(op)  # a new table's provisional id means nothing to other writers
@@ -258,6 +263,7 @@ class Transaction:
             kept.append(op)
         self._ops = []
         self._staged = CatalogView(self.base, self._column_ids)
+        self._table_options = {}  # by provisional ids: replayed with the operations kept
         for op in kept:
             if any(op is r for r in replaced):
                 objects = self._staged.tables if isinstance(op, ops.DropTable) else self._staged.views
@@ -329,6 +335,56 @@ class Transaction:
     def set_partitioning(self, schema: str, name: str, fields: Sequence[tuple[str, str]] | None) -> None:
         """Set (or with None, remove) the partition spec: [(column, transform)], transform identity|year|…|bucket(N)."""
         self.stage(ops.SetPartitioning(schema, name, tuple(fields) if fields else None))
+
+    def set_sorted_by(self, schema: str, name: str, keys: str | Sequence[str] | None) -> None:
+        """ALTER TABLE SET SORTED BY (keys: DuckDB sort expressions with ASC/DESC, NULLS FIRST/LAST) or, with None,
+        RESET SORTED BY. Raises ValueError: a key that does not parse or names no column of the table."""
+        keys = [keys] if isinstance(keys, str) else keys
+        self.stage(ops.SetSortedBy(schema, name, tuple(keys) if keys else None))
+
+    def set_layout(self, schema: str, name: str, sorted_by: str | Sequence[str] | None = None,
+                   options: Mapping[str, object] | None = None) -> None:
+        """A table's sort keys (None: left as they are; '' or []: reset) and table options, each staged only when
+        it changes what the table has, so a model that restates its layout on every run adds nothing.
+
+        Raises:
+            ValueError: a sort key that does not parse or names no column, or an option DuckDB refuses.
+        """
+        from .layout import option_text, parse_sorted_by
+
+        info = self.table(schema, name)
+        if sorted_by is not None:
+            wanted = parse_sorted_by(sorted_by, info) if sorted_by else ()
+            if wanted != (info.sort.fields if info.sort else ()):
+                self.set_sorted_by(schema, name, sorted_by or None)
+        texts = {k: option_text(k, v) for k, v in (options or {}).items()}
+        have = {} if info.table_id in self._staged.created_table_ids else self.lake.table_options(info.table_id)
+        have.update(self._table_options.get(info.table_id, {}))
+        changed = {k: v for k, v in texts.items() if have.get(k) != v}
+        if changed:
+            self.set_table_options(schema, name, changed)
+
+    def set_table_options(self, schema: str, name: str, options: Mapping[str, object]) -> None:
+        """Write options of one table, as DuckDB's set_option(..., table_name => ...) stores them, written with this
+        commit (so with the table's final id); this transaction's writes to the table already use them.
+
+        Raises:
+            ValueError: an option that is not a write option, or a value DuckDB refuses.
+        """
+        from .layout import option_text
+
+        texts = {k: option_text(k, v) for k, v in options.items()}
+        if texts:
+            self.stage(ops.SetTableOptions(schema, name, texts))
+
+    def write_options(self, info: TableInfo) -> WriteOptions:
+        """The layout of the table's data files: its options in the lake (read once per transaction: a unit's
+        writes follow the options as they were at its first write), with this transaction's on top."""
+        from .layout import resolve
+
+        if self._option_rows is None:
+            self._option_rows = self.lake.write_option_rows()
+        return resolve(self._option_rows, info, self._table_options.get(info.table_id))
 
     def add_column(self, schema: str, table: str, column: Column) -> None:
         """ADD COLUMN; column.initial_default is what older files read, default_value the DEFAULT."""

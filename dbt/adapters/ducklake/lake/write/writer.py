@@ -20,6 +20,7 @@ from ..records import Column, TableInfo
 from ..storage import file_io
 from ..types import arrow_schema
 from .datafiles import DataFileSpec, describe_parquet
+from .layout import WriteOptions, sort_rows
 from .partitioning import partition_values
 
 NULL_PARTITION_DIR = "__HIVE_DEFAULT_PARTITION__"
@@ -46,12 +47,17 @@ def conform(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
 
 
 def write_data_files(
-    table: TableInfo, table_dir: str, data: pa.Table, *, row_ids: Sequence[int] | pa.Array | None = None
+    table: TableInfo, table_dir: str, data: pa.Table, *, row_ids: Sequence[int] | pa.Array | None = None,
+    options: WriteOptions | None = None,
 ) -> list[DataFileSpec]:
-    """Write the rows as data files of the table (one per partition), returning their specs for add_data_files.
+    """Write the rows as data files of the table (per partition, split at options.target_file_size), returning
+    their specs for add_data_files. Rows are sorted by the table's SET SORTED BY, as DuckDB's inserts sort them.
 
     row_ids, for an UPDATE's post-images, are written as _ducklake_internal_row_id so the rows keep their ids.
+    options: the table's write options (DuckLake.write_options / Transaction.write_options); DuckDB's defaults
+    when None.
     """
+    options = options or WriteOptions()
     data = conform(data, table.columns)
     if row_ids is not None:
         ids = pa.array(row_ids, pa.int64())
@@ -61,8 +67,10 @@ def write_data_files(
         data = data.append_column(field, ids)
     if data.num_rows == 0:
         return []
+    if table.sort is not None and options.sort_on_insert:
+        data = sort_rows(data, table.sort.fields)
     if table.partition is None:
-        return [_write_one(table, table_dir, data, ())]
+        return _write_split(table, table_dir, data, (), options)
     keys = partition_values(table, data)  # one tuple of partition value strings per row
     groups: dict[tuple[str | None, ...], list[int]] = {}
     for i, key in enumerate(keys):
@@ -74,7 +82,8 @@ def write_data_files(
             f"{_partition_dir_name(table, f.column_id, f.transform)}={NULL_PARTITION_DIR if v is None else v}"
             for f, v in zip(table.partition.fields, key, strict=True)
         )
-        specs.append(_write_one(table, join_path(table_dir, sub), part, key))
+        # DuckDB does not split partitioned writes by target_file_size (ducklake_insert.cpp: rotate only unpartitioned)
+        specs.append(_write_one(table, join_path(table_dir, sub), part, key, options))
     return specs
 
 
@@ -83,9 +92,10 @@ def _partition_dir_name(table: TableInfo, column_id: int, transform: str) -> str
     return name if transform == "identity" else transform.split("(")[0]
 
 
-def write_file(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
+def write_file(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...],
+               options: WriteOptions | None = None) -> DataFileSpec:
     """Write one data file of already conformed rows (reserved columns allowed) into directory; its spec."""
-    return _write_one(table, directory, data, key)
+    return _write_one(table, directory, data, key, options or WriteOptions())
 
 
 def _writable(data: pa.Table) -> pa.Table:
@@ -98,10 +108,61 @@ def _writable(data: pa.Table) -> pa.Table:
     return data
 
 
-def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...]) -> DataFileSpec:
+def _write_split(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...],
+                 options: WriteOptions) -> list[DataFileSpec]:
+    """Files of at most one row group past target_file_size each: DuckDB starts a new file once the bytes written
+    reach the target (it checks after each row group)."""
+    rows = options.rows_per_group(data.nbytes / max(data.num_rows, 1))
+    specs, start = [], 0
+    while start < data.num_rows:
+        first = start
+        path = join_path(directory, data_file_name())
+        with file_io(path).open_output(path) as out, _parquet_writer(out, data, options) as writer:
+            while start < data.num_rows:
+                writer.write_table(_writable(data.slice(start, rows)), row_group_size=rows)
+                start += rows
+                if out.tell() >= options.target_file_size:
+                    break
+        specs.append(describe_parquet(path, table.columns, partition_values=key,
+                                      contains_nan=_nan_presence(table, data.slice(first, start - first))))
+    return specs
+
+
+def _parquet_writer(out: object, data: pa.Table, options: WriteOptions) -> pq.ParquetWriter:
+    return pq.ParquetWriter(out, _writable_schema(data.schema), compression=options.compression,
+                            use_dictionary=_dictionary_columns(data),
+                            compression_level=options.level, write_statistics=True,
+                            data_page_version="2.0" if options.parquet_version == 2 else "1.0")
+
+
+def _dictionary_columns(data: pa.Table) -> list[str]:
+    """The columns DuckDB's writer would dictionary-encode: those whose dictionary plus indexes are smaller than
+    the plain values (DuckDB drops the dictionary of a column whose values are mostly distinct); nested columns
+    keep pyarrow's dictionary."""
+    out = []
+    n = max(data.num_rows, 1)
+    for field in data.schema:
+        column = data.column(field.name)
+        if pa.types.is_nested(field.type):
+            out.append(field.name)
+            continue
+        distinct = pc.count_distinct(column).as_py() or 1
+        plain = column.nbytes / n
+        if distinct * plain + n * max(1, distinct.bit_length()) / 8 < n * plain:
+            out.append(field.name)
+    return out
+
+
+def _writable_schema(schema: pa.Schema) -> pa.Schema:
+    return _writable(schema.empty_table()).schema
+
+
+def _write_one(table: TableInfo, directory: str, data: pa.Table, key: tuple[str | None, ...],
+               options: WriteOptions) -> DataFileSpec:
     path = join_path(directory, data_file_name())
-    with file_io(path).open_output(path) as out:
-        pq.write_table(_writable(data), out, compression="snappy", write_statistics=True)
+    rows = options.rows_per_group(data.nbytes / max(data.num_rows, 1))
+    with file_io(path).open_output(path) as out, _parquet_writer(out, data, options) as writer:
+        writer.write_table(_writable(data), row_group_size=rows)
     return describe_parquet(path, table.columns, partition_values=key, contains_nan=_nan_presence(table, data))
 
 

@@ -58,6 +58,7 @@
         'incremental_predicates': incremental_predicates,
         'has_change_type': has_change_type,
     }) -%}
+    {% do ducklake_set_layout(target_relation) %}
     {% call statement('main') -%}
       {{ strategy_sql_macro_func(strategy_arg_dict) }}
     {%- endcall %}
