@@ -155,10 +155,15 @@ def test_deletes_of_inlined_rows_and_limits_per_table(file_catalog_url: str, dat
     assert st.files(st.table("main", "t")) == []
     assert not any(os.scandir(st.table_path(st.table("main", "t"))))  # the staged file is gone
     assert st.snapshot.changes_made == "inlined_insert:1"
-    with lake.transaction() as tx:  # without it the lake's 0 holds: a file
+    with lake.transaction() as tx:  # the limit was stored as the table's option: later inserts follow it
         tx.add_data_files("main", "t", write_data_files(table, lake.snapshot().table_path(table),
                                                         pa.table({"id": [4], "v": ["d"]})))
-    assert lake.snapshot().snapshot.changes_made == "inserted_into_table:1"
+        other = tx.create_table("main", "u", [Column(0, "id", "int64")])
+    assert lake.snapshot().snapshot.changes_made == 'created_table:"main"."u",inlined_insert:1'
+    with lake.transaction() as tx:  # a table without its own option: the lake's 0 holds, a file
+        tx.add_data_files("main", "u", write_data_files(other, lake.snapshot().table_path(other),
+                                                        pa.table({"id": [1]})))
+    assert lake.snapshot().snapshot.changes_made == "inserted_into_table:2"
     with lake.transaction() as tx:
         tx.delete_inlined_rows("main", "t", [1])
     with reference.attached(file_catalog_url) as con:
