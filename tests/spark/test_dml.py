@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
@@ -375,3 +378,81 @@ def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: 
     assert sorted((r[1:] for r in ours_rows), key=repr) == sorted((r[1:] for r in expected), key=repr)
     assert len(expected) == 20000 + (1 if key == "null" else 10)
     assert violations(lakes["ours"]) == []
+
+
+def test_update_and_merge_of_lists_and_maps_keep_row_ids_like_duckdb(spark: SparkSession, tmp_path: object) -> None:
+    """A table with a list, a map and a struct holding a list (Spark's files of it are name-mapped): an UPDATE and a
+    MERGE write post-images carrying the rows' ids, which DuckDB reads only by field id, so they are labelled on
+    every node. DuckDB reads rowid and every column of our lake at every snapshot as we do, as it reads its own lake
+    after the same statements, updated rows keeping their row ids; the change feed is DuckDB's."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.ducklake.spark.one_shot import merge_into, update_where
+
+    rows = ("SELECT CAST(id AS INT) AS id, array('a', CAST(id AS STRING)) AS tags, map('k', id) AS m, "
+            "named_struct('l', array(id, id + 1), 'x', id) AS s FROM range(6)")
+    lakes = _twin_lakes(spark, tmp_path, spark.sql(rows))
+    source = spark.sql("SELECT CAST(id AS INT) AS id, array('m') AS tags, map('m', id) AS m, "
+                       "named_struct('l', array(id * 10), 'x', -id) AS s FROM range(4, 7)")
+    lake = DuckLake.open(lakes["ours"])
+    first = lake.snapshot().snapshot_id
+    update_where(spark, lake, "main", "t", {"tags": "array('u', tags[1])", "m": "map('u', id)"}, "id % 2 = 1")
+    merge_into(spark, lake, "main", "t", source, "t.id = s.id", matched="update", not_matched_insert=True)
+    last = lake.snapshot().snapshot_id
+    assert last == first + 2
+    table = lake.snapshot().table("main", "t")
+    ours = {s: arrow_rows(read_arrow(lake.snapshot(s), table)) for s in range(first, last + 1)}
+    our_changes = arrow_rows(read_changes(lake, "main", "t", first + 1, last))
+    lake.close()
+    src = source.toArrow()  # noqa: F841 - read by DuckDB's replacement scan
+    with reference.attached(lakes["theirs"]) as con:
+        con.execute("UPDATE lake.t SET tags = ['u', tags[2]], m = MAP {'u': id} WHERE id % 2 = 1")
+        con.execute("MERGE INTO lake.t AS t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET tags = s.tags, "
+                    "m = s.m, s = s.s WHEN NOT MATCHED THEN INSERT (id, tags, m, s) VALUES (s.id, s.tags, s.m, s.s)")
+        theirs = {s: arrow_rows(con.execute(f"SELECT rowid, * FROM lake.t AT (VERSION => {s})").to_arrow_table())
+                  for s in range(first, last + 1)}
+        their_changes = arrow_rows(con.execute(
+            f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', {first + 1}, {last})").to_arrow_table())
+    with reference.attached(lakes["ours"], read_only=True) as con:
+        duck_on_ours = {s: arrow_rows(con.execute(f"SELECT rowid, * FROM lake.t AT (VERSION => {s})").to_arrow_table())
+                        for s in range(first, last + 1)}
+        written = dict(con.execute("SELECT path, mapping_id FROM __ducklake_metadata_lake.ducklake_data_file "
+                                   "WHERE begin_snapshot > ?", [first]).fetchall())
+    assert duck_on_ours == ours
+    # DuckDB inlines its small updates without taking row ids, so the merge's new row (id 6) is numbered otherwise
+    assert {s: _new_row_unnumbered(r, 0, 1) for s, r in ours.items()} == {
+        s: _new_row_unnumbered(r, 0, 1) for s, r in theirs.items()}
+    assert _new_row_unnumbered(our_changes, 1, 3) == _new_row_unnumbered(their_changes, 1, 3)
+    assert {r[2] for r in our_changes} == {"update_preimage", "update_postimage", "insert"}
+    # every row keeps its row id through both statements; the merge's new row (id 6) takes a new one
+    ids = {r[1]: r[0] for r in ours[last]}
+    new = ids.pop(6)
+    assert ids == {r[1]: r[0] for r in ours[first]} == dict(zip(range(6), range(6), strict=True)) and new > 5
+    assert ours[last][1] == (1, 1, ["u", "1"], {"u": 1}, {"l": [1, 2], "x": 1})
+    assert ours[last][5] == (5, 5, ["m"], {"m": 5}, {"l": [50], "x": -5})
+    # the post-images are labelled like DuckDB's files (every node but the repeated groups has a field id) and
+    # registered without a name mapping; the merge's inserted row is name-mapped as any insert of this table
+    schemas = {p: pq.read_schema(f"{tmp_path}/ours_data/main/t/{p}") for p in written}
+    post_images = [p for p, schema in schemas.items() if "_ducklake_internal_row_id" in schema.names]
+    assert len(post_images) >= 2 and all(written[p] is None for p in post_images)  # both statements wrote some
+    assert [m is not None for p, m in written.items() if p not in post_images] == [True]
+    for path in post_images:
+        assert dict(_field_ids(schemas[path])) == {
+            "id": 1, "tags": 2, "tags.element": 3, "m": 4, "m.key": 5, "m.value": 6, "s": 7, "s.l": 8,
+            "s.l.element": 9, "s.x": 10, "_ducklake_internal_row_id": 2147483540}
+    assert violations(lakes["ours"]) == []
+
+
+def _new_row_unnumbered(rows: list[tuple], rowid_at: int, id_at: int) -> list[tuple]:
+    """Rows (rowid, id, ...; or the change feed's snapshot, rowid, kind, id, ...) with the row of id 6 unnumbered."""
+    return sorted(((*r[:rowid_at], None if r[id_at] == 6 else r[rowid_at], *r[rowid_at + 1:]) for r in rows), key=repr)
+
+
+def _field_ids(fields: Iterable[pa.Field], path: str = "") -> Iterator[tuple[str, int]]:
+    """(dotted path, Parquet field id) of every node of an Arrow schema read from a file (KeyError: a node has none)."""
+    for f in fields:
+        yield f"{path}{f.name}", int(f.metadata[b"PARQUET:field_id"])
+        t = f.type
+        children = ([t.key_field, t.item_field] if pa.types.is_map(t) else [t.value_field] if pa.types.is_list(t)
+                    else list(t) if pa.types.is_struct(t) else [])
+        yield from _field_ids(children, f"{path}{f.name}.")

@@ -8,7 +8,8 @@ the driver.
 Choices (see the module's functions for details):
 - Field ids: Spark writes `parquet.field.id` on top-level and struct fields only; a table with a list or map anywhere
   is registered with a DuckLake name mapping instead (DuckDB would read unlabelled list elements and map entries as
-  NULL).
+  NULL). An UPDATE's post-images cannot be: DuckDB reads no row id through a name mapping. Their footers are given
+  the missing field ids after the write (lake.write.footer_ids), and they are registered by field id.
 - Partition keys are computed by Spark expressions (no Python UDF, so nothing of this package has to be importable on
   executors): one STRING key column per partition field, holding a lossless text from which the driver derives the
   exact value DuckDB stores. bucket(N) reproduces murmur3_32 on the reference's byte encoding with Spark's own hash().
@@ -41,6 +42,7 @@ from ..lake.records import Column, TableInfo
 from ..lake.types import format_value, parse_type
 from ..lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
 from ..lake.write.faults import fault_point
+from ..lake.write.footer_ids import label_field_ids
 from ..lake.write.layout import WriteOptions
 from ..lake.write.partitioning import EPOCH_TRANSFORMS, validate_transform
 from ..lake.write.writer import NULL_PARTITION_DIR, write_data_files
@@ -129,8 +131,14 @@ def write_files(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             writer = writer.partitionBy(*[k.name for k in keys])
         writer.parquet(_uri(staging))
         fault_point("spark_write")
-        by = "name" if any(_has_list_or_map(c) for c in table.columns) else "field_id"
+        # files with lists or maps are name-mapped, except an UPDATE's post-images: DuckDB cannot read their row ids
+        # through a name mapping, so their footers get the field ids Spark could not write (lake.write.footer_ids)
+        nested = any(_has_list_or_map(c) for c in table.columns)
+        labelled = nested and row_ids is not None
+        by = "name" if nested and not labelled else "field_id"
         for path, key_texts in _written_files(staging, [k.name for k in keys]):
+            if labelled:
+                label_field_ids(path, table.columns)
             spec = _describe(path, table, keys, key_texts, by)
             if spec is None:
                 continue

@@ -30,86 +30,7 @@ from ..types import (
     parse_type,
     sort_key,
 )
-
-# ------------------------------------------------------------------------- Thrift compact protocol reader
-# Structs decode to {field_id: value}; enough to walk FileMetaData (parquet.thrift) including the fields
-# pyarrow does not expose (is_min_value_exact / is_max_value_exact, field ids of every schema node).
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
-def _zigzag(n: int) -> int:
-    return (n >> 1) ^ -(n & 1)
-
-
-def _value(buf: bytes, pos: int, kind: int) -> tuple[Any, int]:
-    if kind in (1, 2):  # booleans live in the type nibble
-        return kind == 1, pos
-    if kind == 3:
-        return buf[pos], pos + 1
-    if kind in (4, 5, 6):
-        n, pos = _varint(buf, pos)
-        return _zigzag(n), pos
-    if kind == 7:
-        return struct.unpack_from("<d", buf, pos)[0], pos + 8
-    if kind == 8:
-        n, pos = _varint(buf, pos)
-        return bytes(buf[pos:pos + n]), pos + n
-    if kind in (9, 10):
-        header = buf[pos]
-        pos += 1
-        size, elem = header >> 4, header & 0x0F
-        if size == 15:
-            size, pos = _varint(buf, pos)
-        items = []
-        for _ in range(size):
-            if elem in (1, 2):  # a boolean element takes one byte
-                items.append(buf[pos] == 1)
-                pos += 1
-            else:
-                item, pos = _value(buf, pos, elem)
-                items.append(item)
-        return items, pos
-    if kind == 11:
-        size, pos = _varint(buf, pos)
-        if not size:
-            return {}, pos
-        kinds = buf[pos]
-        pos += 1
-        out = {}
-        for _ in range(size):
-            k, pos = _value(buf, pos, kinds >> 4)
-            out[k], pos = _value(buf, pos, kinds & 0x0F)
-        return out, pos
-    if kind == 12:
-        return _struct(buf, pos)
-    raise InvalidDataFileError(f"bad Thrift type {kind} in Parquet footer")
-
-
-def _struct(buf: bytes, pos: int) -> tuple[dict[int, Any], int]:
-    out: dict[int, Any] = {}
-    last = 0
-    while True:
-        header = buf[pos]
-        pos += 1
-        if header == 0:
-            return out, pos
-        delta, kind = header >> 4, header & 0x0F
-        if delta:
-            last += delta
-        else:
-            n, pos = _varint(buf, pos)
-            last = _zigzag(n)
-        out[last], pos = _value(buf, pos, kind)
+from .thrift_compact import read_struct
 
 
 def _footer_thrift(metadata: pq.FileMetaData | bytes) -> dict[int, Any]:
@@ -121,7 +42,7 @@ def _footer_thrift(metadata: pq.FileMetaData | bytes) -> dict[int, Any]:
         data = sink.getvalue().to_pybytes()
         raw = data[-8 - int.from_bytes(data[-8:-4], "little"):-8]
     try:
-        return _struct(raw, 0)[0]
+        return read_struct(raw, 0)[0]
     except (IndexError, struct.error) as e:
         raise InvalidDataFileError(f"cannot decode Parquet footer: {e}") from e
 
