@@ -596,14 +596,17 @@ def markdown(report: dict[str, Any]) -> str:
     out = ["| workload | step | " + " | ".join(systems) + " |", "| --- | --- |" + " --- |" * len(systems)]
     for workload in [w for w in ["loop", "merge", "table", "snapshot", "rebuild"] if w in report["results"]]:
         res = report["results"][workload]
-        steps = list(next(iter(res.values()))["steps"])
+        steps = list(dict.fromkeys(step for r in res.values() for step in r["steps"]))
         for step in steps:
             vals = {s: r["steps"].get(step) for s, r in res.items()}
             cells = []
             best = {m: min((v[m] for v in vals.values() if v), default=0) or 1e-9 for m in ("wall_s", "cpu_s")}
             for s in systems:
                 v = vals.get(s)
-                cells.append("-" if not v else f"{v['wall_s']:.3g} s ({v['wall_s'] / best['wall_s']:.2f}x), "
+                if not v:
+                    cells.append("failed" if "error" in res.get(s, {}) else "-")
+                    continue
+                cells.append(f"{v['wall_s']:.3g} s ({v['wall_s'] / best['wall_s']:.2f}x), "
                              f"cpu {v['cpu_s']:.3g} s ({v['cpu_s'] / best['cpu_s']:.2f}x)")
             out.append(f"| {workload} | {step} | " + " | ".join(cells) + " |")
     return "\n".join(out)
@@ -671,11 +674,18 @@ def main() -> None:
             report["results"][kind] = {}
             for system in systems:
                 root = work / kind / system
-                res = (run_loop(system, root, args) if kind == "loop" else
-                       run_child(kind, system, root, args, table_selected))
+                try:
+                    res = (run_loop(system, root, args) if kind == "loop" else
+                           run_child(kind, system, root, args, table_selected))
+                except (RuntimeError, StopIteration) as e:  # reported, and the other systems still run
+                    res = {"error": str(e)[-3000:], "steps": {}, "check": {}}
+                    bad.append(f"{kind} {system} failed: {str(e)[-3000:]}")
                 report["results"][kind][system] = res
+                if args.json:  # kept as it grows: a long run stopped midway still leaves its figures
+                    Path(args.json).write_text(json.dumps(report, indent=2))
                 print(f"# {kind} {system}: {json.dumps(res)}", file=sys.stderr, flush=True)
-            bad += [f"{kind}: {m}" for m in mismatches(report["results"][kind])]
+            bad += [f"{kind}: {m}" for m in mismatches({s: r for s, r in report["results"][kind].items()
+                                                        if "error" not in r})]
     finally:
         report["load_end"] = os.getloadavg()
         report["mismatches"] = bad
@@ -685,7 +695,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     print(markdown(report))
     if bad:
-        raise SystemExit("RESULTS DIFFER:\n" + "\n".join(bad))
+        raise SystemExit("RESULTS DIFFER OR FAILED:\n" + "\n".join(bad))
 
 
 if __name__ == "__main__":
