@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -135,6 +135,17 @@ def option_value(db: CatalogDB, conn: Connection, name: str, table_id: int | Non
 def list_snapshots(db: CatalogDB, conn: Connection) -> list[Snapshot]:
     """All snapshots that still exist, oldest first, with their changes."""
     return [snapshot_from_row(db, r) for r in db.query(conn, SNAPSHOT_SELECT + " ORDER BY s.snapshot_id")]
+
+
+def nested_nullable(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """The columns as a load of the catalog gives them (build_column_tree): every field below the top level nullable
+    (the same tuple when they are already). A commit's kept state goes through it, so that it equals the next load."""
+    def fields(children: tuple[Column, ...]) -> tuple[Column, ...]:
+        out = tuple(replace(k, nullable=True, children=fields(k.children)) for k in children)
+        return children if out == children else out
+
+    out = tuple(replace(c, children=kids) if (kids := fields(c.children)) is not c.children else c for c in columns)
+    return columns if all(a is b for a, b in zip(out, columns, strict=True)) else out
 
 
 def build_column_tree(rows: Iterable[Sequence[Any]]) -> tuple[Column, ...]:

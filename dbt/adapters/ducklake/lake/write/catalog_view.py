@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.engine import Connection
 
 from ..catalog.database import CatalogDB
-from ..catalog.state import LakeState, ci_lookup, load_files, option_value
+from ..catalog.state import LakeState, ci_lookup, load_files, nested_nullable, option_value
 from ..errors import (
     NoSuchSchemaError,
     NoSuchTableError,
@@ -223,6 +223,9 @@ class CatalogView:
         # a renamed table's row is new in the catalog, from this snapshot on (the view keeps its first begin)
         rows = {(s, n) for s, n, is_view in self.changes.created_tables if not is_view}
         tables = {k: replace(t, begin_snapshot=self.snapshot_id) if k in rows else t for k, t in self.tables.items()}
+        # as a load reads them (the kept state must equal the next load's)
+        tables = {k: t if (cols := nested_nullable(t.columns)) is t.columns else replace(t, columns=cols)
+                  for k, t in tables.items()}
         state = LakeState(self.latest.db, snapshot, self.latest.data_path, dict(self.schemas), tables,
                           dict(self.views), self.latest.nested_schemas)
         if changed is not None:
