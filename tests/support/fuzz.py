@@ -18,6 +18,8 @@ so far and both sides' rows.
 from __future__ import annotations
 
 import datetime as dt
+import glob
+import os
 import random
 import shutil
 import tempfile
@@ -46,7 +48,10 @@ OPERATIONS = {"create": 1, "insert": 6, "delete": 3, "update": 3, "merge": 3, "a
 CONCURRENT_KINDS = ("insert", "delete", "update", "merge")
 
 
-_LOCKED_WAIT = 60.0  # seconds a DuckDB step on a SQLite catalog another thread holds keeps trying (see _duckdb)
+# seconds a DuckDB step on a SQLite catalog another thread holds keeps trying (see _duckdb): a writer of ours that
+# waits for a reader holds SQLite's PENDING lock, which fails DuckDB's reads at once; on a loaded machine (a CI run
+# beside other Spark tests) one such wait lasted over a minute
+_LOCKED_WAIT = 180.0
 
 
 class Mismatch(AssertionError):
@@ -286,8 +291,11 @@ class Fuzzer:
                 # waiting for the file before it changed anything (each step is one statement; DuckDB's SQLite
                 # access does not wait for a lock), so, as a user's loader would, it tries again for a while (a
                 # loaded machine can hold our commit for seconds)
-                if "database is locked" not in str(e) or time.monotonic() > deadline:
+                if "database is locked" not in str(e):
                     raise
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{e} (still locked after {_LOCKED_WAIT:.0f} s; processes with the catalog "
+                                       f"file open: {_holders(lake.catalog)})") from e
                 attempt += 1
                 time.sleep(min(0.25 * attempt, 2.0))
 
@@ -468,3 +476,20 @@ def run_sequences(spark: Any, seeds: list[int], length: int, backends: tuple[str
         finally:
             shutil.rmtree(root, ignore_errors=True)
     return len(seeds), operations, mismatches
+
+
+def _holders(catalog: str) -> list[str]:
+    """The processes that have a SQLite catalog's file open (pid and command), for a lock that never ends."""
+    path = os.path.realpath(catalog.split(":", 1)[1] if catalog.startswith("sqlite:") else catalog)
+    found = []
+    for fd_dir in glob.glob("/proc/[0-9]*/fd"):
+        try:
+            if any(os.path.realpath(os.path.join(fd_dir, fd)).startswith(path) for fd in os.listdir(fd_dir)):
+                pid = fd_dir.split("/")[2]
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    command = f.read().replace(b"\0", b" ").decode(errors="replace")[:120]
+                found.append(f"{pid} {command}")
+        except OSError:
+            continue
+    return found
+
