@@ -48,7 +48,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.dbt_loop import KINDS, test_kind, write_project
+from bench.dbt_loop import KINDS, profile_output, test_kind, write_project
+from bench.suite_project import MODELS, test_class, write_suite_project
 
 PHASES = ["seed", "run", "test", "run"]
 # the exclusive time categories, in the order of the table
@@ -348,6 +349,8 @@ def job_counter() -> tuple[Callable[[], int], Callable[[int, int], float]]:
 def node_kind(uid: str, materialized: dict[str, str], phase_index: int) -> str:
     if uid.startswith("seed."):
         return "seed"
+    if uid.startswith("test.suite."):
+        return f"data test ({test_class(uid)})"
     if uid.startswith("test."):
         return "data test"
     if uid.startswith("model."):
@@ -384,7 +387,8 @@ def summarize(nodes: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-ORDER = ["seed", "table model", "view model", "incremental model", "data test", "table model (rerun)",
+ORDER = ["seed", "table model", "view model", "incremental model", "data test", "data test (stats)",
+         "data test (sql)", "unit_test", "table model (rerun)",
          "view model (rerun)", "incremental model (rerun)"]
 
 
@@ -426,6 +430,9 @@ def main() -> None:
     # 3 data tests per tested model (bench.dbt_loop's full-size project has 104 over 52 models): most tests find their model's
     # Spark view registered by an earlier test of the same invocation
     ap.add_argument("--tests", type=int, default=90)
+    ap.add_argument("--project", choices=["loop", "suite"], default="loop",
+                    help="suite: bench/suite_project.py's project (--copies of its shop) instead of the generated one")
+    ap.add_argument("--copies", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep-runtime", action="store_true", help="keep the adapter's caches between invocations")
     ap.add_argument("--workdir", default=None)
@@ -440,7 +447,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="node_profile-", dir=args.workdir))
     root = work / "project"
-    write_project(root, "ducklake", args.seeds, args.models, args.tests, args.master)
+    if args.project == "suite":
+        write_suite_project(root, profile_output("ducklake", root, args.master), args.copies)
+    else:
+        write_project(root, "ducklake", args.seeds, args.models, args.tests, args.master)
     # the Spark UI off, this interpreter for Python workers
     profiles = (root / "profiles.yml").read_text().replace(
         'spark.sql.shuffle.partitions: "2"\n',
@@ -448,6 +458,8 @@ def main() -> None:
         f'        spark.pyspark.python: "{sys.executable}"\n')
     (root / "profiles.yml").write_text(profiles)
     materialized = {f"model.loop.model_{m}": KINDS[m % len(KINDS)] for m in range(args.models)}
+    materialized.update({f"model.suite.{name}_{k}": kind for name, (kind, _) in MODELS.items()
+                         for k in range(args.copies)})
 
     rec = Recorder()
     next_job, job_time = job_counter()
