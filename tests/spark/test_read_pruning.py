@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import small_counts
+from dbt.adapters.ducklake.spark import read_pruning, small_counts
 from dbt.adapters.ducklake.spark.names import LakeNames
 from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
 from tests.spark.test_pruning import _only_files
@@ -314,8 +314,9 @@ def test_dataframe_filters_skip_files_like_sql(spark: SparkSession, lake: tuple[
 @pytest.fixture
 def statistics_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """No table counts as small: what the statistics alone answer (small tables' rows are counted on the driver:
-    tests/spark/test_small_counts.py)."""
+    tests/spark/test_small_counts.py, test_small_queries.py)."""
     monkeypatch.setattr(small_counts, "SMALL_ROWS", -1)
+    monkeypatch.setattr(read_pruning, "count_query_rows", lambda state, query: None)
 
 
 # dbt's data-test wrapper around a not_null test (fail_calc count(*), warn_if/error_if != 0)

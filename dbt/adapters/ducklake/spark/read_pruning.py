@@ -56,6 +56,7 @@ from .predicates import column_ref, to_predicate, unparen
 from .scan import plan_sql
 from .session import is_classic
 from .small_counts import count_rows
+from .small_queries import count_query_rows
 from .sql_literals import ident, string_literal
 from .types import to_spark
 
@@ -436,12 +437,14 @@ def _aggregate_answer(tree: exp.Expr, rows: Callable[[exp.Expr], int | None]) ->
 
 
 def _counted(state: LakeState, query: exp.Expr) -> int | None:
-    """How many rows the query yields, counted on the driver over small lake tables (spark/small_counts.py)."""
+    """How many rows the query yields, counted on the driver over small lake tables (spark/small_counts.py, then
+    spark/small_queries.py)."""
     def resolve(tnode: exp.Expr) -> tuple[TableInfo, dict[str, str]] | None:
         found = _projection_of(state, tnode, 0)
         return (found[0], found[1]) if found is not None and not found[2] else None  # a view's WHERE: not its table
 
-    return count_rows(state, query, resolve)
+    n = count_rows(state, query, resolve)
+    return n if n is not None else count_query_rows(state, query)
 
 
 def _column(node: exp.Expr, columns: dict[str, Column], qualifier: str) -> Column | None:
