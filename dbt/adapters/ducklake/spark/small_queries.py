@@ -39,6 +39,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import weakref
 
 import duckdb
 import pyarrow as pa
@@ -73,6 +74,10 @@ _NODES = (exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _names = itertools.count()
 _local = threading.local()
+# id(LakeState) -> table id -> its rows (dropped with the state)
+_kept: dict[int, dict[int, pa.Table]] = {}
+_KEPT = 32
+_KEPT_BYTES = 4 * 2**20
 
 
 class _Refused(Exception):
@@ -261,12 +266,23 @@ def _kind(node: exp.Expr) -> str:
 
 
 def _rows(state: LakeState, table: TableInfo) -> pa.Table | None:
+    """The table's live rows at the state's snapshot, when it is small; kept with the state (a test command's tests
+    read the same few tables at one snapshot), for up to _KEPT tables."""
+    kept = _kept.get(id(state))
+    if kept is None:
+        kept = _kept[id(state)] = {}
+        weakref.finalize(state, _kept.pop, id(state), None)
+    if table.table_id in kept:
+        return kept[table.table_id]
     with contextlib.nullcontext() if state.files_loaded(table) else state.db.reading():
         if not _small(state, table):
             return None
         plan = plan_scan(state, table)
         inlined = read_inlined(state, table, with_rowid=False)
-    return read_rows(plan, inlined, list(table.columns), with_rowid=False)
+    rows = read_rows(plan, inlined, list(table.columns), with_rowid=False)
+    if len(kept) < _KEPT and rows.nbytes <= _KEPT_BYTES:
+        kept[table.table_id] = rows
+    return rows
 
 
 def _run(tree: exp.Expr, arrow: dict[str, pa.Table]) -> int:
