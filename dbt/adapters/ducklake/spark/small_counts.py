@@ -298,7 +298,8 @@ def _literal(node: exp.Expr, col: Column) -> Any:
     return _NOT_LITERAL
 
 
-def _small(state: LakeState, table: TableInfo) -> bool:
+def driver_readable(state: LakeState, table: TableInfo) -> bool:
+    """Whether the driver reads the table whole: few small files, all local (see SMALL_FILES, SMALL_ROWS)."""
     files = state.files(table)
     return (len(files) <= SMALL_FILES and sum(f.record_count for f in files) <= SMALL_ROWS
             and sum(f.file_size_bytes for f in files) <= SMALL_BYTES
@@ -309,7 +310,7 @@ def _values(state: LakeState, table: TableInfo, col: Column) -> pa.ChunkedArray 
     """The column's values in the table's live rows at the state's snapshot (files with their deletes applied, and
     inlined rows); None when the table is not small."""
     with contextlib.nullcontext() if state.files_loaded(table) else state.db.reading():
-        if not _small(state, table):
+        if not driver_readable(state, table):
             return None
         plan = plan_scan(state, table)  # reads the delete files: small too
         inlined = read_inlined(state, table, with_rowid=False)

@@ -54,7 +54,7 @@ from ..lake.read.inlined import read_inlined
 from ..lake.read.scan import plan_scan, read_rows
 from ..lake.records import Column, TableInfo
 from .names import SPARK_SQL_TAG
-from .small_counts import _small
+from .small_counts import driver_readable
 
 _log = logging.getLogger(__name__)
 _VIEW_DEPTH = 4
@@ -275,7 +275,7 @@ def _rows(state: LakeState, table: TableInfo) -> pa.Table | None:
     if table.table_id in kept:
         return kept[table.table_id]
     with contextlib.nullcontext() if state.files_loaded(table) else state.db.reading():
-        if not _small(state, table):
+        if not driver_readable(state, table):
             return None
         plan = plan_scan(state, table)
         inlined = read_inlined(state, table, with_rowid=False)
