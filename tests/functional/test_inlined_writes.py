@@ -95,3 +95,58 @@ class TestInlinedWrites:
         assert "data_inlining_row_limit must be a non-negative integer (0 disables inlining), got -2" in log
         with reference.attached(catalog, read_only=True) as con:
             assert con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()[0] == before
+
+
+SMALL = "{{ config(materialized='table') }}\nselect id, v from {{ ref('src') }}\n"
+WIDER = "{{ config(materialized='table') }}\nselect id, 'w' as v from range(12)\n"
+
+
+class TestProfileInliningLimit:
+    """The profile's data_inlining_row_limit is DuckDB's ATTACH option: at 10 (DuckDB's default where the lake stores
+    none) small seeds and models are inlined as DuckDB's plain ATTACH inlines the same inserts; a limit the lake
+    stores wins over it, in both."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, ducklake_root: str, unique_schema: str) -> dict[str, object]:
+        return {"type": "ducklake", "catalog": f"{ducklake_root}/{unique_schema}.ducklake",
+                "data_path": f"{ducklake_root}/{unique_schema}_data/", "master": "local[2]", "threads": 1,
+                "spark_config": {"spark.sql.shuffle.partitions": "4"}, "data_inlining_row_limit": 10}
+
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"src.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"small.sql": SMALL, "wider.sql": WIDER}
+
+    def test_profile_limit_inlines_as_duckdb(self, project: object) -> None:
+        catalog = project.adapter.config.credentials.catalog  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        md = "__ducklake_metadata_lake"
+
+        def last_change(con: object) -> str:
+            return con.execute(f"SELECT changes_made FROM {md}.ducklake_snapshot_changes "  # type: ignore[attr-defined]
+                               "ORDER BY snapshot_id DESC LIMIT 1").fetchone()[0]
+
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        with reference.attached(catalog) as con:  # DuckDB's plain ATTACH: its default limit, 10
+            ids = dict(con.execute(f"SELECT table_name, table_id FROM {md}.ducklake_table "
+                                   "WHERE end_snapshot IS NULL").fetchall())
+            files = dict(con.execute(f"SELECT t.table_name, count(f.data_file_id) FROM {md}.ducklake_table t LEFT JOIN "
+                                     f"{md}.ducklake_data_file f USING (table_id) WHERE t.end_snapshot IS NULL "
+                                     "GROUP BY ALL").fetchall())
+            assert files == {"src": 0, "small": 0, "wider": 1}
+            con.execute(f"CREATE TABLE lake.{schema}.theirs AS SELECT * FROM lake.{schema}.src")
+            assert last_change(con) == f'created_table:"{schema}"."theirs",inlined_insert:{ids["small"] + 2}'
+            con.execute(f"CREATE TABLE lake.{schema}.wide_theirs AS SELECT * FROM lake.{schema}.wider")
+            assert last_change(con) == f'created_table:"{schema}"."wide_theirs",inserted_into_table:{ids["small"] + 3}'
+            assert con.execute(f"SELECT * FROM lake.{schema}.small ORDER BY id").fetchall() == [
+                (1, "a"), (2, "b"), (3, "c")]
+            con.execute("CALL lake.set_option('data_inlining_row_limit', 2)")  # stored: wins over the profile's
+        run_dbt(["run", "--select", "small"])
+        with reference.attached(catalog, read_only=True) as con:
+            assert last_change(con) == (f'dropped_table:{ids["small"]},created_table:"{schema}"."small",'
+                                        f'inserted_into_table:{ids["small"] + 4}')
+        assert violations(catalog) == []

@@ -84,8 +84,7 @@ class TestTableLayout:
         assert merged_rows == (400, 3 * sum(range(400)))
         assert sort_changes == 2  # sorted_t created sorted, DuckDB's ALTER (a model without sorted_by keeps it)
 
-        # Spark's files and DuckDB's: the same codec and page encoding, row groups of about 4096 rows (DuckDB's
-        # exactly; parquet-mr closes them by bytes), the rows in the same order
+        # Spark's files and DuckDB's: the same codec, page encoding and row groups, the rows in the same order
         def layout(path: str) -> tuple[set, set, list[int]]:
             meta = pq.ParquetFile(path).metadata
             groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
@@ -97,7 +96,7 @@ class TestTableLayout:
         assert len(ours) == 1  # one order over the write: Spark coalesced its range partitions of 20,000 rows
         mine = layout(ours[0])
         assert mine[:2] == (codecs, encodings)
-        assert all(2048 <= n <= 2 * 4096 for n in mine[2][:-1]) and sum(mine[2]) == 20000, mine[2]
+        assert mine[2] == groups
         for path in (ours[0], theirs):
             keys = list(zip(_column(path, "k"), _column(path, "id"), strict=True))
             assert keys == sorted(keys, key=lambda r: (r[0] is not None, -(r[0] or 0), r[1])), path
@@ -131,3 +130,62 @@ class TestTableLayout:
         assert "sorted_by names columns table" in message and "nope" in message and "(its columns: id)" in message
         with reference.attached(creds.catalog, read_only=True) as con:
             assert con.execute("SELECT snapshot_id, changes FROM lake.snapshots()").fetchall() == before
+
+
+SEED_ROWS = "id,k,s\n" + "".join(f"{i},{'' if i % 11 == 0 else (i * 7919) % 101},s{i % 37}\n" for i in range(5000))
+SEED_LAYOUT = {"+sorted_by": ["k desc nulls first", "id"], "+parquet_compression": "zstd",
+               "+parquet_row_group_size": 2048, "+parquet_version": 2}
+
+
+class TestSeedLayout:
+    """A seed's `sorted_by` and write options, as a model's: the catalog's sort rows and table options, and files
+    laid out and sorted as DuckDB's insert of the same rows into a table DuckDB gave the same layout. `drv` is
+    written by the driver (dbt's inferred types), `spk` by Spark (a column_types override Spark casts)."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"drv.csv": SEED_ROWS, "spk.csv": SEED_ROWS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, object]:
+        return {"seeds": {"test": {"drv": SEED_LAYOUT, "spk": {**SEED_LAYOUT, "+column_types": {"id": "long"}}}}}
+
+    def test_seed_layout_is_duckdbs(self, project: object) -> None:
+        creds = project.adapter.config.credentials  # type: ignore[attr-defined]
+        schema = project.test_schema  # type: ignore[attr-defined]
+        data_path = creds.data_path.rstrip("/")
+        md = "__ducklake_metadata_lake"
+        run_dbt(["seed"])
+        ours = {seed: _files(data_path, schema, seed) for seed in ("drv", "spk")}
+        with reference.attached(creds.catalog) as con:
+            con.execute("SET threads = 1")  # one insert, one file, chunks in order
+            for seed in ("drv", "spk"):
+                twin = f"lake.{schema}.{seed}_duck"
+                con.execute(f"CREATE TABLE {twin} AS SELECT * FROM lake.{schema}.{seed} LIMIT 0")
+                con.execute(f"ALTER TABLE {twin} SET SORTED BY (k DESC NULLS FIRST, id)")
+                for key, value in (("parquet_compression", "'zstd'"), ("parquet_row_group_size", 2048),
+                                   ("parquet_version", 2)):
+                    con.execute(f"CALL lake.set_option('{key}', {value}, schema => '{schema}', "
+                                f"table_name => '{seed}_duck')")
+                con.execute(f"INSERT INTO {twin} SELECT * FROM lake.{schema}.{seed}")
+        with reference.attached(creds.catalog, read_only=True) as con:
+            names = dict(con.execute("SELECT table_id, table_name FROM ducklake_table_info('lake')").fetchall())
+            sorts = con.execute(f"SELECT i.table_id, e.sort_key_index, e.expression, e.dialect, e.sort_direction, "
+                                f"e.null_order FROM {md}.ducklake_sort_info i JOIN {md}.ducklake_sort_expression e "
+                                "USING (sort_id) WHERE i.end_snapshot IS NULL ORDER BY ALL").fetchall()
+            options = con.execute(f"SELECT scope_id, key, value FROM {md}.ducklake_metadata WHERE scope = 'table' "
+                                  "ORDER BY ALL").fetchall()
+        by_table: dict[str, tuple[list, list]] = {}
+        for table_id, name in names.items():
+            by_table[name] = ([r[1:] for r in sorts if r[0] == table_id], [r[1:] for r in options if r[0] == table_id])
+        for seed in ("drv", "spk"):
+            assert by_table[seed] == by_table[f"{seed}_duck"], seed
+            assert by_table[seed][0] == [(0, "k", "duckdb", "DESC", "NULLS_FIRST"), (1, "id", "duckdb", "ASC",
+                                                                                      "NULLS_LAST")]
+            (mine,), (theirs,) = ours[seed], _files(data_path, schema, f"{seed}_duck")
+            for name in ("k", "id", "s"):
+                assert _column(mine, name) == _column(theirs, name), (seed, name)
+            meta, ref = pq.ParquetFile(mine).metadata, pq.ParquetFile(theirs).metadata
+            assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == \
+                [ref.row_group(i).num_rows for i in range(ref.num_row_groups)] == [2048, 2048, 904], seed
+            assert {meta.row_group(0).column(i).compression for i in range(3)} == {"ZSTD"}

@@ -334,7 +334,7 @@ def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: Spark
 @pytest.mark.parametrize("key", ["id", "k", "null"])
 def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: object, monkeypatch: pytest.MonkeyPatch,
                                                  key: str) -> None:
-    """A target file of many row groups (spark/write_layout's row group bytes make them for large tables; a small size here)
+    """A target file of many row groups (DuckDB's 122,880 rows make them for large tables; 2,048 rows here)
     merged with a source whose keys cover a narrow range: the join reads the target under key_range_sql's filter, so
     Spark skips the row groups outside the range. The result is DuckDB's MERGE on the same lake. key 'null': every
     source key is NULL (the filter is `false`: nothing matches, every source row is inserted)."""
@@ -344,7 +344,8 @@ def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: 
     from dbt.adapters.ducklake.spark.dml import key_range_sql
     from dbt.adapters.ducklake.spark.one_shot import merge_into
 
-    monkeypatch.setitem(write._WRITER_OPTIONS, "parquet.block.size", str(64 * 1024))
+    for bound in ("min", "max"):  # spark/write_layout: row groups cut at each check of the buffered bytes
+        monkeypatch.setitem(write._WRITER_OPTIONS, f"parquet.page.size.row.check.{bound}", "2048")
     monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", -1)  # Spark's writer (row groups), not the driver's
     rows = "SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, concat('v', id) AS v FROM range(0, 20000)"
     lakes = _twin_lakes(spark, tmp_path, spark.sql(rows).coalesce(1))

@@ -171,6 +171,36 @@ def test_data_that_does_not_fit_the_table(spark: SparkSession, sqlite_lake: tupl
         ((1, "b1"), [(1, None)]), (None, None)]
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_row_groups_hold_duckdbs_rows(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      version: int) -> None:
+    """Spark's row groups hold the rows DuckDB's insert of the same rows puts in each, with the lake's
+    parquet_row_group_size (3000: DuckDB closes a group at the 2,048-row chunk that reaches it), for columns whose
+    buffered bytes do not grow (all NULL, one boolean value) as for others."""
+    from dbt.adapters.ducklake.spark import local_write
+
+    monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", -1)  # Spark's writer, not the driver's
+    catalog_url = f"duckdb:///{tmp_path}/layout.ducklake"
+    lake = DuckLake.create(catalog_url, f"{tmp_path}/data/")
+    lake.set_option("parquet_row_group_size", "3000")
+    lake.set_option("parquet_version", str(version))
+    rows = "SELECT id, CAST(NULL AS INT) AS n, true AS b, CAST(id % 7 AS STRING) AS s FROM range(10000) r(id)"
+    one_shot.create_table_as(spark, lake, "main", "ours", spark.sql(rows).coalesce(1))
+    with reference.attached(catalog_url) as con:
+        con.execute("SET threads = 1")  # the rows in order, as Spark's one task writes them
+        con.execute(f"CREATE TABLE lake.theirs AS {rows}")
+
+    def groups(table: str) -> list[int]:
+        state = lake.snapshot()
+        (path,) = [f.path for f in state.files(state.table("main", table))]
+        meta = pq.ParquetFile(path).metadata
+        return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+    assert groups("theirs") == [4096, 4096, 1808]
+    assert groups("ours") == groups("theirs")
+    lake.close()
+
+
 def test_a_write_plan_costs_few_jvm_calls(spark: SparkSession, sqlite_lake: tuple[str, DuckLake],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Building a write's plan (casts, field ids) costs a few JVM round trips per column: PySpark's per-call origin

@@ -8,24 +8,40 @@ from dbt.adapters.ducklake.lake.records import Column, TableInfo
 from dbt.adapters.ducklake.lake.write.layout import WriteOptions, option_text, resolve
 from dbt.adapters.ducklake.spark.write_layout import DEFAULT_ROW_GROUP_BYTES, parquet_options
 
+EXACT_122880 = {"parquet.block.size": "-1", "parquet.page.size.row.check.min": "122880",
+                "parquet.page.size.row.check.max": "122880", "parquet.writer.max-padding": "0"}
+
 TABLE = TableInfo(1, "u", 0, "main", "t", "t/", True, 1, (Column(1, "a", "int64"), Column(2, "b", "varchar")))
 
 
 def test_defaults_are_duckdbs() -> None:
     assert parquet_options(WriteOptions(), TABLE) == {
-        "compression": "snappy", "parquet.writer.version": "PARQUET_1_0",
-        "parquet.block.size": str(DEFAULT_ROW_GROUP_BYTES)}
+        "compression": "snappy", "parquet.writer.version": "PARQUET_1_0", **EXACT_122880}
 
 
 def test_options_map_to_sparks_writer() -> None:
     got = parquet_options(WriteOptions(compression="lz4", parquet_version=2, row_group_size=4096,
                                        target_file_size=1_000_000), TABLE)
-    # DuckDB's lz4 is LZ4_RAW; 4096 rows of 8 + 16 estimated bytes; whole row groups until the file passes 1 MB
-    assert got == {"compression": "lz4_raw", "parquet.writer.version": "PARQUET_2_0",
-                   "parquet.block.size": str(4096 * 24), "maxRecordsPerFile": str(11 * 4096)}
+    # DuckDB's lz4 is LZ4_RAW; row groups of exactly 4096 rows; whole row groups until the file passes 1 MB by the
+    # estimate of 8 + 16 bytes a row
+    assert got == {"compression": "lz4_raw", "parquet.writer.version": "PARQUET_2_0", "parquet.block.size": "-1",
+                   "parquet.page.size.row.check.min": "4096", "parquet.page.size.row.check.max": "4096",
+                   "parquet.writer.max-padding": "0", "maxRecordsPerFile": str(11 * 4096)}
     zstd = parquet_options(WriteOptions(compression="zstd"), TABLE)
     assert zstd["parquet.compression.codec.zstd.level"] == "3"  # DuckDB's level when none is set
-    assert parquet_options(WriteOptions(row_group_size_bytes=1000), TABLE)["parquet.block.size"] == "1000"
+    # rows as DuckDB counts them: whole chunks of 2048 until the size is reached
+    assert parquet_options(WriteOptions(row_group_size=3000), TABLE)["parquet.page.size.row.check.min"] == "4096"
+
+
+def test_byte_targets_where_exact_rows_cannot_be_kept() -> None:
+    # DuckDB closes at the row or the byte limit, whichever comes first: by bytes only, no exact row count
+    assert parquet_options(WriteOptions(row_group_size_bytes=1000), TABLE) == {
+        "compression": "snappy", "parquet.writer.version": "PARQUET_1_0", "parquet.block.size": "1000"}
+    # 122,880 rows of 100 strings (an estimated 196 MB) would be buffered whole: a byte target instead
+    wide = TableInfo(1, "u", 0, "main", "w", "w/", True, 1,
+                     tuple(Column(i + 1, f"c{i}", "varchar") for i in range(100)))
+    assert parquet_options(WriteOptions(), wide)["parquet.block.size"] == str(DEFAULT_ROW_GROUP_BYTES)
+    assert parquet_options(WriteOptions(row_group_size=2048), wide)["parquet.block.size"] == "-1"
 
 
 def test_brotli_is_refused_by_name() -> None:

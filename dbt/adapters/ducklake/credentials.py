@@ -61,6 +61,9 @@ class DuckLakeCredentials(Credentials):
     # the DuckLake spec of a lake the adapter creates: "1.0" (DuckDB 1.5 and 2.0 open it) or "1.1" (DuckDB 2.0's
     # default; DuckDB 1.5 cannot open it). An existing lake keeps its version: it is never migrated.
     ducklake_version: str = "1.0"
+    # inserts of at most this many rows are stored in the catalog (inlined) where the lake stores no
+    # data_inlining_row_limit, as DuckDB's ATTACH option DATA_INLINING_ROW_LIMIT (0: never; unset: not inlined)
+    data_inlining_row_limit: int | None = None
     # seconds without any dbt command using the local server after which it stops (master: local-server)
     server_idle_timeout: float = 1800.0
     # extra Spark settings, e.g. {"spark.driver.memory": "4g"}
@@ -119,6 +122,9 @@ class DuckLakeCredentials(Credentials):
         if self.ducklake_version not in ("1.0", "1.1"):
             raise DbtRuntimeError(f"ducklake profile: `ducklake_version` {self.ducklake_version!r} is not a DuckLake "
                                   "spec this adapter creates; use \"1.0\" or \"1.1\"")
+        if self.data_inlining_row_limit is not None and self.data_inlining_row_limit < 0:
+            raise DbtRuntimeError(f"ducklake profile: `data_inlining_row_limit` must be a whole number of rows, 0 or "
+                                  f"more (0 turns inlining off), not {self.data_inlining_row_limit!r}")
         if not self.master.startswith(MASTER_PREFIXES):
             raise DbtRuntimeError(
                 f"ducklake profile: `master` {self.master!r} is not a Spark master this adapter can use; "

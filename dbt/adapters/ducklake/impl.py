@@ -243,8 +243,10 @@ class DuckLakeAdapter(SparkAdapter):
 
     @available
     def load_seed(self, relation: BaseRelation, agate_table: Any, column_override: dict[str, str] | None,
-                  quote_columns: bool | None = None) -> int:
-        """CREATE OR REPLACE the seed's table with its rows, staged in the model's transaction; returns the rows."""
+                  quote_columns: bool | None = None, layout: dict[str, Any] | None = None) -> int:
+        """CREATE OR REPLACE the seed's table with its rows, staged in the model's transaction; returns the rows.
+        layout: the seed's `sorted_by` (a string or a list of keys) and write options (`parquet_*`,
+        `target_file_size`), as a model's (docs/guide/table-layout.md)."""
         from .seeds import Seed, is_inline, seed_arrow, seed_dataframe
 
         overrides = {k.lower(): v for k, v in (column_override or {}).items()}
@@ -261,18 +263,23 @@ class DuckLakeAdapter(SparkAdapter):
         h = self._handle()
         rows = [tuple(r) for r in agate_table.rows]
         schema, name = relation.schema or "", relation.identifier or ""
+        options = {k: str(v) for k, v in (layout or {}).items() if k != "sorted_by" and v is not None}
+        keys = (layout or {}).get("sorted_by")
+        sorted_by = ", ".join(keys) if isinstance(keys, (list, tuple)) else keys
         # the values computed on the driver where no Spark cast is needed: such a seed needs no JVM
         driver = seed_arrow(names, rows, types, timestamp_ntz=self._timestamp_ntz(h))
         if driver is not None:
             def stage(work: LakeWork) -> int:
-                work.create_table_from_arrow(schema, name, *driver, replace=True)
+                work.create_table_from_arrow(schema, name, *driver, replace=True, sorted_by=sorted_by,
+                                             table_options=options)
                 return 0
         else:
             df = seed_dataframe(h.runtime.spark, names, rows, types)
             bounded = is_inline(names, rows)
 
             def stage(work: LakeWork) -> int:
-                work.create_table_as(schema, name, df, replace=True, bounded=bounded)
+                work.create_table_as(schema, name, df, replace=True, bounded=bounded, sorted_by=sorted_by,
+                                     table_options=options)
                 return 0
         h.run_change(stage, Seed(schema=schema, name=name))
         return len(agate_table.rows)

@@ -140,6 +140,8 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
                     spark, _ = _spark(creds)
             rt = Runtime(spark, lake, LakeNames(spark, lake), server=server)  # type: ignore[arg-type]
             _RUNTIMES[key] = rt
+        if rt.lake is not None:  # the profile's, also for a runtime an earlier command of this process made
+            rt.lake.default_inlining_limit = creds.data_inlining_row_limit
         return rt
 
 

@@ -45,6 +45,10 @@ class DuckLake:
         self.data_path = data_path
         self.options = options  # global ducklake_metadata rows (version, data_path, encrypted, set_option values)
         self.inlining_limits: dict[tuple[str, str], int] = {}  # see set_inlining_limit
+        # the inlining limit where the lake stores no data_inlining_row_limit, as DuckDB's ATTACH option
+        # DATA_INLINING_ROW_LIMIT is (never stored). None: inserts are not inlined, and a created table gets the
+        # inlined-data table DuckDB's default (10) makes; 0: no inlining, no such table (lake/write/inlining)
+        self.default_inlining_limit: int | None = None
         self._unknown: list[CommitAttempt] = []  # commits whose outcome could not be read yet
         self._unknown_lock = threading.Lock()
         # the last state loaded at the latest snapshot: while no commit follows, a transaction's base and the Spark

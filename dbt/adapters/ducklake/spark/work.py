@@ -265,12 +265,14 @@ class LakeWork:
         self._touch(schema, table)
 
     def create_table_from_arrow(self, schema: str, table: str, spark_types: T.StructType, data: pa.Table, *,
-                                replace: bool = False) -> None:
+                                replace: bool = False, sorted_by: str | None = None,
+                                table_options: Mapping[str, str] | None = None) -> None:
         """CREATE [OR REPLACE] TABLE ... AS rows the driver holds, typed as a DataFrame of spark_types would be
-        (`write.stage_create_table_from_arrow`)."""
+        (`write.stage_create_table_from_arrow`), with the layout of `create_table_as`."""
         if replace and ci_lookup(self.tx.base.views, (schema, table)) is not None:
             self.tx.drop_view(schema, table)
-        stage_create_table_from_arrow(self.tx, schema, table, spark_types, data, replace=replace)
+        stage_create_table_from_arrow(self.tx, schema, table, spark_types, data, replace=replace,
+                                      sorted_by=sorted_by, table_options=table_options)
         self._touch(schema, table)
 
     def clone_table(self, source_schema: str, source: str, schema: str, table: str, *, replace: bool = False) -> str:

@@ -196,10 +196,11 @@ def stage_create_table_as(spark: SparkSession, txn: Transaction, schema: str, ta
 
 
 def stage_create_table_from_arrow(txn: Transaction, schema: str, table: str, spark_types: T.StructType,
-                                  data: pa.Table, *, replace: bool = False) -> list[DataFileSpec]:
+                                  data: pa.Table, *, replace: bool = False, sorted_by: str | None = None,
+                                  table_options: Mapping[str, str] | None = None) -> list[DataFileSpec]:
     """Stage CREATE [OR REPLACE] TABLE ... AS rows the driver holds (a seed's values) as `stage_create_table_as` would
     stage a DataFrame of that Spark schema whose rows Spark evaluates on the driver (`local_write`): the same columns,
-    the same files, no Spark.
+    the same layout, the same files, no Spark.
 
     Raises:
         ValueError: a column Spark writes in another type than its values' (`needs_conversion`): give a DataFrame.
@@ -207,7 +208,9 @@ def stage_create_table_from_arrow(txn: Transaction, schema: str, table: str, spa
     columns = columns_from_spark(spark_types)
     if any(needs_conversion(c) for c in columns):
         raise ValueError(f"columns {[c.name for c in columns if needs_conversion(c)]} are written by Spark")
-    staged = txn.create_table(schema, table, columns, replace=replace)
+    txn.create_table(schema, table, columns, replace=replace)
+    txn.set_layout(schema, table, sorted_by, table_options)
+    staged = txn.table(schema, table)
     table_dir = txn.table_path(staged)
     return _stage_written(txn, schema, table, table_dir,
                           write_data_files(staged, table_dir, data.rename_columns([c.name for c in staged.columns]),

@@ -73,6 +73,18 @@
   {{ return(props) }}
 {%- endmacro %}
 
+{#- The layout configs that are set, by name (a seed's layout, adapter.load_seed). -#}
+{% macro ducklake_layout_config() -%}
+  {%- set layout = {} -%}
+  {%- for name in ['sorted_by', 'parquet_compression', 'parquet_compression_level', 'parquet_row_group_size',
+                   'parquet_row_group_size_bytes', 'parquet_version', 'target_file_size'] -%}
+    {%- if config.get(name) is not none -%}
+      {%- do layout.update({name: config.get(name)}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(layout) }}
+{%- endmacro %}
+
 {#- An existing table's layout brought to the model's config (staged only where it differs), before its rows are
     written: incremental runs sort and lay out their files as the table says. -#}
 {% macro ducklake_set_layout(relation) -%}

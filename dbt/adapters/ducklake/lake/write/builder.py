@@ -47,6 +47,8 @@ class CatalogBuilder(CatalogView):
         self.inlined_targets: set[int] = set()
         # limits of data_inlining_row_limit given by the transaction for single tables, by (schema, table)
         self.inlining_overrides: dict[tuple[str, str], int] = {}
+        # the limit where the catalog stores none (DuckLake.default_inlining_limit: DuckDB's ATTACH option)
+        self.default_inlining_limit: int | None = None
 
     # statements ----------------------------------------------------------------------------------------------
     def add_rows(self, statement: tuple[str, Any]) -> None:
@@ -248,9 +250,10 @@ class CatalogBuilder(CatalogView):
         if not tables:
             return out
         limits = self.catalog.inlining_limits()
+        default = DEFAULT_INLINING_LIMIT if self.default_inlining_limit is None else self.default_inlining_limit
         for info in tables:
             limit = next((limits[k] for k in (("table", info.table_id), ("schema", info.schema_id), (None, None))
-                          if k in limits), str(DEFAULT_INLINING_LIMIT))
+                          if k in limits), str(default))
             if info.table_id not in self.inlined_targets and (int(limit) <= 0 or not self.can_inline(info)):
                 continue
             name = f"ducklake_inlined_data_{info.table_id}_{self.schema_version}"

@@ -13,8 +13,10 @@ table column stats widened by the rows' min/max (booleans 'true'/'false', no NaN
 once per table; `inlined_insert:<tid>` in the snapshot's changes. A table without an inlined-data table gets one
 for the commit's schema version, which that bumps (with no schema_versions row).
 
-Unlike DuckDB's sessions (whose `ducklake_default_data_inlining_row_limit` setting is 10), a lake without the option
-is not inlined into: the writer follows the option the lake stores, or the limit a caller sets for one table.
+Where the lake stores no option, DuckDB follows its ATTACH option DATA_INLINING_ROW_LIMIT, else its session's
+`ducklake_default_data_inlining_row_limit` (10); neither is stored. Here the lake's `default_inlining_limit` plays the
+ATTACH option (the dbt profile's `data_inlining_row_limit`); unset, an insert into such a lake is not inlined.
+A stored option wins over it, as in DuckDB.
 """
 
 from __future__ import annotations
@@ -70,12 +72,14 @@ def parse_limit(value: object) -> int:
 
 def row_limit(b: CatalogBuilder, info: TableInfo, overrides: Mapping[tuple[str, str], int]) -> int:
     """The inlining limit of an insert into the table: the caller's limit for it, else the lake's option (table, then
-    schema, then global scope), else 0."""
+    schema, then global scope), else the lake's default (DuckDB's ATTACH option), else 0."""
     key = (info.schema_name.lower(), info.name.lower())
     if key in overrides:
         return overrides[key]
     value = b.catalog.option(OPTION, info.table_id, info.schema_id)
-    return 0 if value is None else parse_limit(value)
+    if value is None:
+        return b.default_inlining_limit or 0
+    return parse_limit(value)
 
 
 def inlinable(b: CatalogBuilder, info: TableInfo) -> bool:

@@ -577,6 +577,7 @@ class Transaction:
                               else load_state(db, conn, latest_snap, self.lake.data_path))
                     builder = CatalogBuilder(db, conn, latest)
                     builder.inlining_overrides = {**self.lake.inlining_limits, **self._inlining_limits}
+                    builder.default_inlining_limit = self.lake.default_inlining_limit
                     for op in self._ops:
                         op.apply(builder)
                     for sql, params in builder.finish(self.author, self.commit_message, self.commit_extra_info):

@@ -8,7 +8,8 @@
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 
   {%- set column_override = model['config'].get('column_types', {}) -%}
-  {%- set rows = adapter.load_seed(target_relation, agate_table, column_override, config.get('quote_columns')) -%}
+  {%- set rows = adapter.load_seed(target_relation, agate_table, column_override, config.get('quote_columns'),
+                                   ducklake_layout_config()) -%}
   {% call noop_statement('main', 'INSERT ' ~ rows, 'INSERT', rows) %}
     -- {{ rows }} rows loaded into {{ target_relation }}
   {% endcall %}
