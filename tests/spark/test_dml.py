@@ -292,6 +292,45 @@ def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark
     assert violations(lakes["ours"]) == []
 
 
+def test_merge_reads_the_target_once_like_duckdb(spark: SparkSession, tmp_path: object,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """dbt's merge (UPDATE SET *, INSERT *) into a table with deleted rows: the target is read by the one join that
+    finds the matched rows; the updated and the inserted rows are made from the kept matches and the source, whose
+    plans read no target file again. The result is DuckDB's MERGE on an identical lake."""
+    from dbt.adapters.ducklake.spark import write
+    from dbt.adapters.ducklake.spark.one_shot import merge_into
+
+    lakes = _twin_lakes(spark, tmp_path, spark.sql("SELECT id, id % 7 AS kind, id * 3 AS amount FROM range(0, 2000)"
+                                                   ).repartition(2))
+    lake = DuckLake.open(lakes["ours"])
+    delete_where(spark, lake, "main", "t", "id % 10 = 3")
+    plans: list[str] = []
+    real_write = write.write_files
+
+    def spy(spark_: SparkSession, df: object, *args: object, **kwargs: object) -> object:
+        plans.append(df._jdf.queryExecution().executedPlan().toString())  # type: ignore[attr-defined]  # noqa: SLF001
+        return real_write(spark_, df, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(write, "write_files", spy)
+    source = "SELECT id, id % 5 AS kind, id * 11 AS amount FROM range(1500, 2600, 3)"
+    merge_into(spark, lake, "main", "t", spark.sql(source), "t.id = s.id", matched="update", not_matched_insert=True)
+    monkeypatch.setattr(write, "write_files", real_write)
+    assert len(plans) == 2 and not [p for p in plans if "_ducklake_manifests" in p]  # updated rows, then inserted
+    st = lake.snapshot()
+    ours_rows = arrow_rows(read_arrow(st, st.table("main", "t")))
+    lake.close()
+    with reference.attached(lakes["theirs"]) as con:
+        con.execute("DELETE FROM lake.t WHERE id % 10 = 3")
+        con.execute("MERGE INTO lake.t AS t USING (SELECT range AS id, range % 5 AS kind, range * 11 AS amount FROM "
+                    "range(1500, 2600, 3)) AS s ON t.id = s.id "
+                    "WHEN MATCHED THEN UPDATE SET kind = s.kind, amount = s.amount "
+                    "WHEN NOT MATCHED THEN INSERT (id, kind, amount) VALUES (s.id, s.kind, s.amount)")
+        expected = arrow_rows(con.execute("SELECT rowid, * FROM lake.t").to_arrow_table())
+    assert _rows_without_rowid(ours_rows) == _rows_without_rowid(expected)
+    kept = {i for i in range(2000) if i % 10 != 3}
+    assert len(expected) == len(kept | set(range(1500, 2600, 3))) and violations(lakes["ours"]) == []
+
+
 @pytest.mark.parametrize("on", [
     "t.id = s.id",
     # a term of the target alone: the key still decides the matches (only the unmatched rows' keys are counted)

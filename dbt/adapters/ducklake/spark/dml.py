@@ -712,7 +712,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
     src.createOrReplaceTempView(src_view)
     table_dir = tx.table_path(info)
     done = Staged()
-    hits_df = unmatched_df = None
+    unmatched_df = None
     try:
         # every target row counts when unmatched target rows change; otherwise only files that can match
         keys = [] if by_source else merge_keys(spark, src_view, base, on)
@@ -739,6 +739,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
         hint = "/*+ BROADCAST(s) */ " if n_source <= MERGE_BROADCAST_ROWS else ""
         deletes: list[pa.Table] = []  # ids_of the target rows deleted or updated
         matched_rows = None
+        few_hits = False  # the matched rows are few enough to be sent to every task
         if matched or inserts:
             idx = _first([w.condition for w in matched])
             new = _values(matched, idx, cols, from_t, source=True) if matched else []
@@ -746,12 +747,13 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
             joined = src_view if keys_only is None else \
                 f"(SELECT {', '.join(ident(c) for c in sorted(keys_only | {'__src_row'}))} FROM {src_view})"
             carried = new if keys_only is None else []  # else the updated rows are made from the source below
-            hits_df = spark.sql(rows_of.ids(
+            # kept as a checkpoint, not cached: the passes below never matched a cache of this plan (Spark planned
+            # the target's scan and join again in each of them)
+            hits_df = kept.enter_context(computed_once(spark.sql(rows_of.ids(
                 f"SELECT {hint}{rows_of.locators('t')}, s.__src_row, {idx} AS __clause"
                 f"{''.join(', ' + v for v in carried)} FROM {target} t JOIN {joined} s ON ({on})"
                 f"{f' WHERE {key_range}' if key_range else ''}",
-                ["__src_row", "__clause", *([ident(c) for c in cols] if carried else [])])
-                ).persist(StorageLevel.MEMORY_AND_DISK)
+                ["__src_row", "__clause", *([ident(c) for c in cols] if carried else [])])), replicated=replicated))
             hits_df.createOrReplaceTempView(hit_view)
             if matched:
                 # one job joins, caches the hits and brings their ids (as Arrow) for the checks and the deletes
@@ -763,9 +765,9 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
                         _refuse_repeated_keys(spark, src_view, unique, schema, table)
                     raise
                 if unmatched_unique:
-                    unmatched_df = spark.sql(f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN (SELECT __src_row FROM "
-                                             f"{hit_view}) m ON s.__src_row = m.__src_row"
-                                             ).persist(StorageLevel.MEMORY_AND_DISK)
+                    unmatched_df = kept.enter_context(computed_once(spark.sql(
+                        f"SELECT s.* FROM {src_view} s LEFT ANTI JOIN (SELECT __src_row FROM {hit_view}) m "
+                        "ON s.__src_row = m.__src_row"), replicated=replicated))
                     unmatched_df.createOrReplaceTempView(unmatched_view)
                     counts = spark.sql(bounds_sql(unmatched_view, [], unique)).collect()[0]
                     if counts[-2] != counts[-1]:
@@ -784,12 +786,14 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
                     done.add(tx, write_files(spark, rows.select("__rowid", *[ident(c) for c in cols]), info,
                                              table_dir, row_ids="__rowid", options=tx.write_options(info)), table_dir)
             matched_rows = f"(SELECT __src_row FROM {hit_view})"  # an anti join needs no DISTINCT
+            few_hits = bool(matched) and ids.num_rows <= MERGE_BROADCAST_ROWS
         if inserts:
             idx = _first([w.condition for w in inserts])
             vals = _values(inserts, idx, cols, {}, source=True)
             ins = spark.sql(f"SELECT {', '.join(vals)} FROM {unmatched_view} s WHERE ({idx}) >= 0"
                             if unmatched_df is not None else
-                            f"SELECT {', '.join(vals)} FROM {src_view} s LEFT ANTI JOIN {matched_rows} m "
+                            f"SELECT {'/*+ BROADCAST(m) */ ' if few_hits else ''}{', '.join(vals)} FROM {src_view} s "
+                            f"LEFT ANTI JOIN {matched_rows} m "
                             f"ON s.__src_row = m.__src_row WHERE ({idx}) >= 0")
             inserted = write_files(spark, ins, info, table_dir, options=tx.write_options(info))
             done.add(tx, inserted, table_dir)
@@ -824,10 +828,6 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
         done.rows += gone_ids.num_rows  # target rows deleted or updated, then source rows inserted (above)
         return done
     finally:
-        # unpersist first: Spark Connect re-analyzes a plan to unpersist it, and the plans read these views
-        for df in (unmatched_df, hits_df):
-            if df is not None:
-                df.unpersist()
         kept.close()
         for view in (src_view, hit_view, unmatched_view):
             spark.catalog.dropTempView(view)

@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -67,6 +67,10 @@ RID = "__ducklake_rid"  # the row's row id
 _DATA_FILE_FIELD_ID = 2147483100  # the data file id column of the gathered deletes (our own)
 _DATA_FILE_COLUMN = "__ducklake_data_file"
 _DELETE_FILE_COLUMN = "__ducklake_delete_file"  # which delete file a gathered position came from (-1: inlined)
+# the name of a gathered position's data file link: reads anti-join a row's `_metadata.file_name` with it, which
+# costs a string hash per row where the file id (file_id_sql: a regexp per row) cost twice the scan's CPU
+LINK = "__ducklake_link"
+_LINK_FIELD_ID = 2147483101
 DELETES_FILE = "del/deletes.parquet"
 
 _log = logging.getLogger(__name__)
@@ -125,6 +129,8 @@ DELETE_SCHEMA = T.StructType([
     T.StructField(SNAPSHOT_COLUMN, T.LongType(), True, {FIELD_ID_KEY: SNAPSHOT_FIELD_ID}),
     T.StructField(_DATA_FILE_COLUMN, T.LongType(), True, {FIELD_ID_KEY: _DATA_FILE_FIELD_ID}),
 ])
+GATHERED_DELETE_SCHEMA = T.StructType([*DELETE_SCHEMA.fields,
+                                       T.StructField(LINK, T.StringType(), True, {FIELD_ID_KEY: _LINK_FIELD_ID})])
 
 
 def default_columns(columns: Sequence[Column]) -> list[Column]:
@@ -180,6 +186,11 @@ class Layout:
     order: list[tuple[frozenset[int], Encoding]]
 
 
+def link_name(data_file_id: int, row_id_start: int | None) -> str:
+    """The name of a data file's link in a manifest (file_id_sql and row_id_start_sql read it back)."""
+    return f"f{data_file_id}_r{row_id_start or 0}.parquet"
+
+
 def layout(data_path: str, table: TableInfo, tasks: Sequence[FileScanTask], snapshot_id: int,
            encoding_of: Callable[[FileScanTask], Encoding] = lambda t: ()) -> Layout:
     defaults = default_columns(table.columns)
@@ -193,7 +204,7 @@ def layout(data_path: str, table: TableInfo, tasks: Sequence[FileScanTask], snap
     for t in tasks:
         f = t.data_file
         groups.setdefault((present_defaults(t, defaults), encodings[id(t)]), []).append(
-            (f"f{f.data_file_id}_r{f.row_id_start or 0}.parquet", targets[f.path]))
+            (link_name(f.data_file_id, f.row_id_start), targets[f.path]))
         d = f.delete_file
         if d is not None and d.begin_snapshot <= snapshot_id:
             deletes.append(d)
@@ -202,8 +213,11 @@ def layout(data_path: str, table: TableInfo, tasks: Sequence[FileScanTask], snap
     links = {f"g{i}": groups[p] for i, p in enumerate(order)}
     tables: dict[str, tuple[str, Callable[[], pa.Table]]] = {}
     if deletes or inlined:
-        key = repr((sorted((d.delete_file_id, d.path) for d in deletes), sorted(inlined)))
-        tables[DELETES_FILE] = (key, lambda: gather_deletes(root, deletes, inlined))
+        # "link": the gathered rows name each data file's link (older manifests' deletes file does not)
+        key = repr(("link", sorted((d.delete_file_id, d.path) for d in deletes), sorted(inlined)))
+        names = {t.data_file.data_file_id: link_name(t.data_file.data_file_id, t.data_file.row_id_start)
+                 for t in tasks}
+        tables[DELETES_FILE] = (key, lambda: gather_deletes(root, deletes, inlined, names))
     return Layout(root, links, tables, order)
 
 
@@ -222,7 +236,7 @@ def prepare(spark: SparkSession, data_path: str, table: TableInfo, tasks: Sequen
     directory = materialize(data_path, table.table_id, lay.links, lay.tables)
     data = tuple((spark_table(spark, os.path.join(directory, f"g{i}"), data_schema(table.columns, e)), p, e)
                  for i, (p, e) in enumerate(lay.order))
-    dels = spark_table(spark, os.path.join(directory, "del"), DELETE_SCHEMA) if lay.tables else None
+    dels = spark_table(spark, os.path.join(directory, "del"), GATHERED_DELETE_SCHEMA) if lay.tables else None
     return Manifest(data, dels)
 
 
@@ -232,8 +246,10 @@ _delete_cache: OrderedDict[str, tuple[pa.Array, pa.Array]] = OrderedDict()
 _delete_cache_rows = 0
 
 
-def gather_deletes(root: str, deletes: Sequence[DeleteFile], inlined: Sequence[tuple[int, int, int]]) -> pa.Table:
-    """One table of every deleted (data file id, position, snapshot) of these delete files and inlined deletes.
+def gather_deletes(root: str, deletes: Sequence[DeleteFile], inlined: Sequence[tuple[int, int, int]],
+                   names: Mapping[int, str]) -> pa.Table:
+    """One table of every deleted (data file id, position, snapshot) of these delete files and inlined deletes, with
+    the name of the data file's link (`names`: by data file id).
 
     Positions come from this process's cache, then from the newest gathered file of an earlier manifest of the table
     (delete files are immutable, so its rows for a delete file are that file's), and the rest from the delete files
@@ -276,7 +292,11 @@ def gather_deletes(root: str, deletes: Sequence[DeleteFile], inlined: Sequence[t
         snapshots.append(pa.array([r[2] for r in inlined], pa.int64()))
         sources.append(pa.array([-1] * len(inlined), pa.int64()))
     columns = [pa.concat_arrays(c) if c else pa.array([], pa.int64()) for c in (files, positions, snapshots, sources)]
-    return pa.Table.from_arrays(columns, schema=_GATHERED_SCHEMA)
+    # the link names as a dictionary over the files' names: one string per file, not per row
+    ids = sorted({d.data_file_id for d in deletes} | {r[0] for r in inlined})
+    at = pc.index_in(columns[0], value_set=pa.array(ids, pa.int64()))
+    links = pa.DictionaryArray.from_arrays(at.cast(pa.int32()), pa.array([names[i] for i in ids], pa.string()))
+    return pa.Table.from_arrays([*columns, links.cast(pa.string())], schema=_GATHERED_SCHEMA)
 
 
 def _id_field(name: str, fid: int) -> pa.Field:
@@ -284,7 +304,8 @@ def _id_field(name: str, fid: int) -> pa.Field:
 
 
 _GATHERED_SCHEMA = pa.schema([_id_field(_DATA_FILE_COLUMN, _DATA_FILE_FIELD_ID), _id_field("pos", POS_FIELD_ID),
-                              _id_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.field(_DELETE_FILE_COLUMN, pa.int64())])
+                              _id_field(SNAPSHOT_COLUMN, SNAPSHOT_FIELD_ID), pa.field(_DELETE_FILE_COLUMN, pa.int64()),
+                              pa.field(LINK, pa.string(), metadata={b"PARQUET:field_id": str(_LINK_FIELD_ID).encode()})])
 
 
 def _from_earlier_manifest(root: str, wanted: set[int]) -> dict[int, tuple[pa.Array, pa.Array]]:
@@ -514,9 +535,12 @@ def _listing_conf_locked(spark: SparkSession) -> Iterator[None]:
                     spark.conf.set(k, old)
 
 
+# both are evaluated on every row a DML statement reads: string cuts cost a fraction of a regexp per row
 def file_id_sql(ref: str = "_metadata.file_name") -> str:
-    return f"CAST(regexp_extract({ref}, '^f([0-9]+)_', 1) AS BIGINT)"
+    """The data file id of a link name f<id>_r<row id start>[...].parquet (link_name)."""
+    return f"CAST(substring_index(substring({ref}, 2), '_', 1) AS BIGINT)"
 
 
 def row_id_start_sql(ref: str = "_metadata.file_name") -> str:
-    return f"CAST(regexp_extract({ref}, '_r([0-9]+)[.]parquet$', 1) AS BIGINT)"
+    """The row id start of a link name f<id>_r<row id start>.parquet (link_name)."""
+    return f"CAST(substring_index(substring_index({ref}, '_r', -1), '.', 1) AS BIGINT)"
