@@ -194,10 +194,25 @@ def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
     return sorted(r[1:] for r in rows)
 
 
-# DuckDB 1.5 allows one UPDATE/DELETE action per MERGE on DuckLake, so each case has at most one
-@pytest.mark.parametrize("kind", ["update_insert", "update_all_insert", "delete_insert", "delete_by_source"])
-def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, deletes: str) -> None:
+# DuckDB 1.5 allows one UPDATE/DELETE action per MERGE on DuckLake, so each case has at most one. A small merge is
+# one join (dml._stage_small_merge); "passes" forces the path of large merges on the same small tables.
+@pytest.mark.parametrize(("kind", "path"), [
+    ("update_insert", "one_join"), ("update_all_insert", "one_join"), ("delete_insert", "one_join"),
+    ("update_insert", "passes"), ("update_all_insert", "passes"), ("delete_insert", "passes"),
+    ("delete_by_source", "passes"),
+])
+def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, path: str, deletes: str,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbt.adapters.ducklake.spark import dml
     from dbt.adapters.ducklake.spark.one_shot import merge_into
+
+    if path == "passes":
+        monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)
+    elif kind != "delete_by_source":
+        def no_passes(*args: object, **kwargs: object) -> object:
+            raise AssertionError("a small merge ran the passes")
+
+        monkeypatch.setattr(dml, "_stage_merge_once", no_passes)
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     build(ours, f"{tmp_path}/ours_data/", "repeated_deletes")
@@ -245,6 +260,7 @@ def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark
     the target join carries the source's keys and row numbers only, and the updated rows are made from the source by
     row number. The result is DuckDB's MERGE on an identical lake, updated rows keeping their row ids; a target row
     matched by two source rows is still refused."""
+    from dbt.adapters.ducklake.spark import dml
     from dbt.adapters.ducklake.spark.dml import MergeCardinalityError
     from dbt.adapters.ducklake.spark.one_shot import merge_into
 
@@ -262,6 +278,7 @@ def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark
         return real_sql(query, *args, **kwargs)
 
     monkeypatch.setattr(spark, "sql", spy)
+    monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)  # the passes (a small merge is one join)
     lake = DuckLake.open(lakes["ours"])
     merge_into(spark, lake, "main", "t", source, on, matched="update", matched_set=sets, not_matched_insert=True)
     st = lake.snapshot()
@@ -297,7 +314,7 @@ def test_merge_reads_the_target_once_like_duckdb(spark: SparkSession, tmp_path: 
     """dbt's merge (UPDATE SET *, INSERT *) into a table with deleted rows: the target is read by the one join that
     finds the matched rows; the updated and the inserted rows are made from the kept matches and the source, whose
     plans read no target file again. The result is DuckDB's MERGE on an identical lake."""
-    from dbt.adapters.ducklake.spark import write
+    from dbt.adapters.ducklake.spark import dml, write
     from dbt.adapters.ducklake.spark.one_shot import merge_into
 
     lakes = _twin_lakes(spark, tmp_path, spark.sql("SELECT id, id % 7 AS kind, id * 3 AS amount FROM range(0, 2000)"
@@ -312,6 +329,7 @@ def test_merge_reads_the_target_once_like_duckdb(spark: SparkSession, tmp_path: 
         return real_write(spark_, df, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(write, "write_files", spy)
+    monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)  # the passes (a small merge is one join)
     source = "SELECT id, id % 5 AS kind, id * 11 AS amount FROM range(1500, 2600, 3)"
     merge_into(spark, lake, "main", "t", spark.sql(source), "t.id = s.id", matched="update", not_matched_insert=True)
     monkeypatch.setattr(write, "write_files", real_write)

@@ -35,8 +35,10 @@ SOURCE = "SELECT range AS id, 'new ' || range AS v FROM range(1000, 3000)"  # wh
 def _workload(master: str, root: str) -> dict:
     """The driver's side: MERGE a source computed on the cluster into the table DuckDB made."""
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.spark import one_shot
+    from dbt.adapters.ducklake.spark import dml, one_shot
     from dbt.adapters.ducklake.spark.session import build_session
+
+    dml.SMALL_MERGE_TARGET_ROWS = -1  # the passes with a kept source (a small merge keeps none: it is one job)
 
     spark = build_session(master, "lost-executor-test", {
         "spark.executor.cores": "1", "spark.executor.memory": "512m", "spark.cores.max": "1",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
@@ -29,9 +30,13 @@ from ..lake.write.datafiles import DataFileSpec
 from ..lake.write.faults import fault_point
 from ..lake.write.transaction import Transaction
 from .kept_rows import ATTEMPTS, computed_once, lost_kept_rows, note_retry
+from .local_write import SMALL_RESULT_ROWS, arrow_type, driver_writable, write_collected
 from .predicates import column_ref, conjuncts, to_predicate, unparen
 from .scan import LOCATORS, target_rows_sql
+from .session import is_classic
 from .sql_literals import ident, literal, string_literal
+from .types import spark_schema
+from .write import conformed_value
 
 IDS = ("__file", "__pos", "__rowid")
 _IDS_SCHEMA = pa.schema([(c, pa.int64()) for c in IDS])
@@ -678,6 +683,9 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     kept source is lost with an executor, the statement runs again from the start (see kept_rows): the files the
     failed run wrote are removed, and nothing of it was staged yet.
     """
+    small = _stage_small_merge(spark, tx, schema, table, source, on, clauses)
+    if small is not None:
+        return small
     for attempt in range(1, ATTEMPTS + 1):
         mark = tx.owned_mark()
         try:
@@ -688,6 +696,124 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
             tx.discard_owned_since(mark)
             note_retry(f"MERGE INTO {schema}.{table}", attempt)
     raise AssertionError("unreachable")
+
+
+SMALL_MERGE_TARGET_ROWS = 100_000  # a target of at most this many rows is read whole by a small MERGE's one join
+
+
+def _stage_small_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
+                       clauses: list[When]) -> Staged | None:
+    """A MERGE of a small source into a small target in ONE Spark job (None when it is not such a merge).
+
+    The passes of _stage_merge_once (the source's bounds, the target join, the updated rows, the inserted rows) are
+    each a Spark job, 0.05-0.25 s apiece on a warm driver: most of a small incremental run. Here one query joins
+    each source row (with the count of source rows sharing its key) to the target rows it matches, and yields per
+    row its locators, the clause that applies and the values of the row it writes (conformed to the table's types
+    as the writer conforms them); the driver checks the keys and the matches as the passes do, and writes the
+    updated and the inserted rows (local_write). The source is read once, so no kept copy is needed. A result
+    larger than the driver's bound, or a table the driver cannot write, goes the way of the passes.
+    """
+    if not is_classic(spark) or any(w.when == "not_matched_by_source" for w in clauses):
+        return None
+    check_clauses(schema, table, clauses)
+    base, info, from_t = evolved_columns(tx, schema, table)
+    if not driver_writable(info) or not _small(source):
+        return None
+    if sum(f.record_count for f in tx.base.files(base)) > SMALL_MERGE_TARGET_ROWS:
+        return None
+    matched = [w for w in clauses if w.when == "matched"]
+    inserts = [w for w in clauses if w.when == "not_matched"]
+    upd = [i for i, w in enumerate(matched) if w.action == "update"]
+    acted = [i for i, w in enumerate(matched) if w.action in ("update", "delete")]
+    cols = [c.name for c in info.columns]
+    rows_of = _target_rows_sql(spark, tx.base, base) or _no_rows(base)
+    hit = f"t.{LOCATORS[2]} IS NOT NULL"  # a target row's id is never NULL: NULL = no target row matched
+    midx = f"(CASE WHEN {hit} THEN {_first([w.condition for w in matched])} ELSE -1 END)"
+    iidx = f"(CASE WHEN {hit} THEN -1 ELSE {_first([w.condition for w in inserts])} END)"
+
+    def named(values: list[str], prefix: str) -> list[str]:
+        """_values' expressions (each `expr AS col`) renamed prefix0, prefix1, ... (both kinds share a row)."""
+        out = []
+        for i, (v, c) in enumerate(zip(values, cols, strict=True)):
+            alias = f" AS {ident(c)}"
+            if not v.endswith(alias):
+                raise AssertionError(v)
+            out.append(f"{v[:-len(alias)]} AS {prefix}{i}")
+        return out
+
+    new = named(_values(matched, midx, cols, from_t, source=True), "__u") if upd else []
+    ins = named(_values(inserts, iidx, cols, {}, source=True), "__v") if inserts else []
+    unique = merge_equality_columns(on)
+    # as bounds_sql counts them: source rows whose key has no NULL, per key
+    rep = (f"CASE WHEN {' AND '.join(f'{ident(c)} IS NOT NULL' for c in unique)} THEN count(*) OVER (PARTITION BY "
+           f"{', '.join(ident(c) for c in unique)}) ELSE 1 END" if unique else "1")
+    src_view = f"__ducklake_merge_source_{uuid.uuid4().hex[:12]}"
+    source.createOrReplaceTempView(src_view)  # type: ignore[attr-defined]
+    where = f"table {info.schema_name}.{info.name}"
+    try:
+        extra = ["__rep", "__m", "__i"] + [v.rsplit(" AS ", 1)[1] for v in new + ins]
+        query = rows_of.ids(
+            f"SELECT {rows_of.locators('t')}, s.__rep, {midx} AS __m, {iidx} AS __i{''.join(', ' + v for v in new + ins)}"
+            f" FROM (SELECT *, {rep} AS __rep FROM {src_view}) s LEFT JOIN ({rows_of.sql}) t ON ({on})", extra)
+        try:
+            joined = spark.sql(query)
+            types_of = {f.name: f.dataType for f in joined.schema.fields}
+            target = spark_schema(info.columns)
+            values = []
+            for i, field in enumerate(target.fields):
+                value = None
+                if upd:
+                    value = F.when(F.col("__m").isin(upd), conformed_value(
+                        F.col(f"__u{i}"), types_of[f"__u{i}"], field, f"{where} column {field.name!r}"))
+                if inserts:
+                    cond = F.col("__i") >= 0
+                    insert = conformed_value(F.col(f"__v{i}"), types_of[f"__v{i}"], field,
+                                             f"{where} column {field.name!r}")
+                    value = F.when(cond, insert) if value is None else value.when(cond, insert)
+                values.append((F.lit(None).cast(field.dataType) if value is None else value).alias(field.name))
+            rows = joined.select(*values, *IDS, "__rep", "__m", "__i")
+            types = [arrow_type(f.dataType) for f in rows.schema.fields[:len(values)]]
+        except AnalysisException:
+            return None  # the passes report it as they do
+        if any(t is None for t in types):
+            return None
+        got = rows.limit(SMALL_RESULT_ROWS + 1).toArrow()
+        if got.num_rows > SMALL_RESULT_ROWS:
+            return None
+        if unique and got.num_rows and pc.max(got["__rep"]).as_py() > 1:
+            _refuse_repeated_keys(spark, src_view, unique, schema, table)
+            raise MergeCardinalityError(f"MERGE into {schema}.{table}: the source repeats keys "
+                                        f"({', '.join(unique)}); a merge key must be unique in the source (nothing "
+                                        "was changed)")
+        matches = got.filter(pc.is_valid(got["__rowid"]))
+        _check_cardinality(matches, schema, table)
+        done = Staged()
+        table_dir = tx.table_path(info)
+        options = tx.write_options(info)
+        n = len(values)
+        written = [t for t in types if t is not None]
+        if upd:
+            post = matches.filter(pc.is_in(matches["__m"], value_set=pa.array(upd, matches["__m"].type)))
+            if post.num_rows:
+                data = pa.Table.from_arrays([*post.columns[:n], post["__rowid"]], names=[*cols, "__rowid"])
+                done.add(tx, write_collected(info, table_dir, data, [*written, pa.int64()], True, options),
+                         table_dir)
+        if inserts:
+            new_rows = got.filter(pc.and_(pc.invert(pc.is_valid(got["__rowid"])), pc.greater_equal(got["__i"], 0)))
+            if new_rows.num_rows:
+                data = pa.Table.from_arrays(new_rows.columns[:n], names=cols)
+                inserted = write_collected(info, table_dir, data, written, False, options)
+                done.add(tx, inserted, table_dir)
+                done.rows += sum(f.record_count for f in inserted)
+        gone = ids_of(matches.filter(pc.is_in(matches["__m"], value_set=pa.array(acted, matches["__m"].type))))
+        _stage_deletes(tx, base, gone)
+        if done.files:
+            tx.add_data_files(info.schema_name, info.name, done.files)
+        done.changed = bool(gone.num_rows or done.files)
+        done.rows += gone.num_rows
+        return done
+    finally:
+        spark.catalog.dropTempView(src_view)
 
 
 def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,

@@ -78,8 +78,7 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
     row ids (an UPDATE's post-images), written as the lake's row id column as the Spark writer does. options: the
     table's write options (the files are laid out and sorted as DuckDB lays them out)."""
     classic = is_classic(spark)
-    if ((not classic and not bounded) or table.partition is not None or any(not c.nullable for c in table.columns)
-            or any(needs_conversion(c) for c in table.columns)):
+    if (not classic and not bounded) or not driver_writable(table):
         return None
     fields = df.schema.fields
     types = [arrow_type(f.dataType) for f in fields]
@@ -103,6 +102,20 @@ def write_local(spark: SparkSession, df: DataFrame, table: TableInfo, table_dir:
             values = [None if v is None else bytes(v) for v in values]
         arrays.append(pa.array(values, type=t))
     return _written(table, table_dir, pa.Table.from_arrays(arrays, names=[f.name for f in fields]), row_ids, options)
+
+
+def driver_writable(table: TableInfo) -> bool:
+    """Whether the driver's writer can write the table's files: not partitioned, no NOT NULL column (checked by the
+    executors as they write), no type written through an encoding."""
+    return (table.partition is None and all(c.nullable for c in table.columns)
+            and not any(needs_conversion(c) for c in table.columns))
+
+
+def write_collected(table: TableInfo, table_dir: str, got: pa.Table, types: list[pa.DataType], row_ids: bool,
+                    options: WriteOptions | None) -> list[DataFileSpec]:
+    """Rows collected from a conformed DataFrame as Arrow (table columns, then the row ids when row_ids), cast to
+    `types` (arrow_type of its fields), written by the driver."""
+    return _written(table, table_dir, _cast(got, list(types)), row_ids, options)
 
 
 def _written(table: TableInfo, table_dir: str, data: pa.Table, row_ids: bool, options: WriteOptions | None

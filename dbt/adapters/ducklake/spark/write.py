@@ -248,8 +248,7 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
                                        f"{[f.name for f in found]}")
         src = found[0]
         sources.append(src)
-        value = _by_name(F.col(ident(src.name)), src.dataType, field.dataType, f"{where} column {field.name!r}")
-        value = value.cast(field.dataType)
+        value = conformed_value(F.col(ident(src.name)), src.dataType, field, f"{where} column {field.name!r}")
         if not field.nullable:
             # NOT NULL is checked by the executors as they write (the job fails, nothing is committed)
             msg = f"NOT NULL constraint failed: {where} column {field.name!r} got a NULL"
@@ -273,6 +272,12 @@ def conform(df: DataFrame, table: TableInfo, keep: str | None = None) -> DataFra
                 ) from e
         raise InvalidDataFileError(f"the data does not fit {where}: {e}") from e
     return out
+
+
+def conformed_value(value: SparkColumn, src: T.DataType, field: T.StructField, where: str) -> SparkColumn:
+    """A value of type src for the table column `field`, as conform makes it: struct fields matched by name (see
+    _by_name), then cast to the column's type."""
+    return _by_name(value, src, field.dataType, where).cast(field.dataType)
 
 
 def _encoded(df: DataFrame, table: TableInfo, keep: str | None) -> DataFrame:
