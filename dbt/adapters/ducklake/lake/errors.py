@@ -86,3 +86,43 @@ class MissingDataFileError(DuckLakeError):
         self.path = path
         self.kind = kind
         self.context = context
+
+
+# Domain failures that callers have always caught as ValueError: each is a ValueError too, so `except ValueError`
+# keeps working. A plain ValueError stays a caller's misuse of an argument (an unknown `form`, both of two exclusive
+# arguments given to an internal function).
+
+
+class InvalidOptionError(DuckLakeError, ValueError):
+    """An option or setting outside its domain: a write option, data_inlining_row_limit, a maintenance size, count,
+    interval or threshold, exclusive maintenance arguments given together, a clone mode, an empty data path."""
+
+
+class InvalidSortKeyError(InvalidOptionError):
+    """A sorted_by that names no key, is not a list of DuckDB sort expressions, or names columns the table lacks."""
+
+
+class UnreachableStorageError(DuckLakeError, ValueError):
+    """A path in a storage the driver cannot reach (gs://, hdfs://, ...): lake files are local, file:// or s3://."""
+
+
+class TransactionOrderError(DuckLakeError, ValueError):
+    """A change a transaction cannot stage after what it holds: a clone of a table changed earlier in it, a clone into
+    a table it did not create, staged files swapped on a table it did not create."""
+
+
+class DeletePositionError(DuckLakeError, ValueError):
+    """Positions to delete that lie outside their data file's rows."""
+
+
+class NotParquetError(InvalidDataFileError, ValueError):
+    """A data or delete file without Parquet's PAR1 magic at its end."""
+
+
+class CatalogValueError(DuckLakeError, ValueError):
+    """A value stored in the catalog that is not in the form DuckLake stores it (a timestamp's or interval's text)."""
+
+
+class InvalidValueError(DuckLakeError, ValueError):
+    """A value that is not of its DuckLake type or does not fit it: a default's, statistic's or literal's text, an
+    integer out of range, a decimal with too many digits."""

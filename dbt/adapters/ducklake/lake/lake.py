@@ -16,7 +16,7 @@ from .catalog.spec import READABLE_VERSIONS, V1_0, spec_for
 from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state, option_value
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
-from .errors import LakeExistsError, NotALakeError, UnsupportedVersionError
+from .errors import InvalidOptionError, LakeExistsError, NotALakeError, UnsupportedVersionError
 from .maintenance.option_values import parse_interval, parse_threshold
 from .paths import as_dir, to_local
 from .records import SchemaInfo, Snapshot, TableInfo
@@ -451,7 +451,7 @@ def _option_text(name: str, value: Any) -> str:
 
 def _store_data_path(data_path: str) -> str:
     if not data_path:
-        raise ValueError("data_path is empty: give the directory (or URI) where the lake's files go")
+        raise InvalidOptionError("data_path is empty: give the directory (or URI) where the lake's files go")
     if "://" in data_path and not data_path.startswith("file://"):
         return as_dir(data_path)
     local = os.path.abspath(os.path.expanduser(to_local(data_path)))

@@ -34,6 +34,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from .errors import UnreachableStorageError
 from .s3_deletes import S3BatchDeleter
 
 OBJECT_STORE_SCHEMES = ("s3://", "s3a://")
@@ -442,7 +443,7 @@ def file_io(path: str) -> FileIO:
                 _S3 = S3FileIO(_OBJECT_STORE)
             return _S3
     if "://" in path and not path.startswith("file://"):
-        raise ValueError(f"the driver cannot reach {path!r}: lake files must be local, file:// or s3://")
+        raise UnreachableStorageError(f"the driver cannot reach {path!r}: lake files must be local, file:// or s3://")
     return _LOCAL
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import UnsupportedTypeError
+from .errors import InvalidValueError, UnsupportedTypeError
 from .records import Column
 
 NESTED_TYPES = frozenset({"list", "struct", "map"})
@@ -364,7 +364,7 @@ def format_value(type: str, value: Any, *, form: str = "stats") -> str | None:
         n = int(value)
         lo, hi = INT_RANGES[t]
         if not lo <= n <= hi:
-            raise ValueError(f"{value!r} is out of range for {t}")
+            raise InvalidValueError(f"{value!r} is out of range for {t}")
         return str(n)
     if t == "boolean":
         return ("1" if value else "0") if form == "stats" else ("true" if value else "false")
@@ -377,7 +377,7 @@ def format_value(type: str, value: Any, *, form: str = "stats") -> str | None:
         d = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
         q = d.quantize(Decimal(1).scaleb(-s), rounding=ROUND_HALF_UP, context=_WIDE)
         if len(q.as_tuple().digits) > p and q != 0:
-            raise ValueError(f"{value!r} does not fit {t}")
+            raise InvalidValueError(f"{value!r} does not fit {t}")
         return f"{q.copy_abs() if q == 0 else q:f}"
     if t in ("varchar", "json"):
         return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
@@ -432,7 +432,7 @@ def _parse_date_days(s: str) -> int | float:
         return -math.inf if s.startswith("-") else math.inf
     m = re.match(rf"^{_DATE_RE}$", s)
     if not m:
-        raise ValueError(f"not a date: {s!r}")
+        raise InvalidValueError(f"not a date: {s!r}")
     y = int(m.group(1))
     return _days(1 - y if m.group(4) else y, int(m.group(2)), int(m.group(3)))
 
@@ -444,7 +444,7 @@ def _parse_timestamp_ns(s: str, tz: bool) -> int | float:
         return -math.inf if s.startswith("-") else math.inf
     m = _TS_RE.match(s)
     if not m:
-        raise ValueError(f"not a timestamp: {s!r}")
+        raise InvalidValueError(f"not a timestamp: {s!r}")
     y = int(m.group(1))
     days = _days(1 - y if (m.group(4) or m.group(10)) else y, int(m.group(2)), int(m.group(3)))
     clock = (int(m.group(5) or 0) * 3600 + int(m.group(6) or 0) * 60 + int(m.group(7) or 0)) * 10**9
@@ -456,7 +456,7 @@ def _parse_clock(s: str) -> tuple[int, int]:
     """(nanoseconds since midnight, offset seconds) of a time or timetz text."""
     m = _TIME_RE.match(s.strip())
     if not m:
-        raise ValueError(f"not a time: {s!r}")
+        raise InvalidValueError(f"not a time: {s!r}")
     ns = (int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))) * 10**9 + _frac(m.group(4), 9)
     return ns, _offset_seconds(m.group(5))
 
@@ -497,7 +497,7 @@ def parse_value(type: str, s: str | None, *, form: str = "value") -> Any:
     if t == "boolean":
         truth = {"1": True, "true": True, "t": True, "0": False, "false": False, "f": False}.get(s.strip().lower())
         if truth is None:
-            raise ValueError(f"not a boolean: {s!r}")
+            raise InvalidValueError(f"not a boolean: {s!r}")
         return truth
     if t in ("varchar", "json"):
         return s
@@ -529,7 +529,7 @@ def parse_value(type: str, s: str | None, *, form: str = "value") -> Any:
             clock = (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
             return clock.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset))) if t == "timetz" else clock
     except (OverflowError, ValueError) as e:
-        raise ValueError(f"{s!r} cannot be held by a Python {t} value: {e}") from e
+        raise InvalidValueError(f"{s!r} cannot be held by a Python {t} value: {e}") from e
     raise UnsupportedTypeError(f"values of type {t} have no text form here")
 
 
@@ -545,7 +545,7 @@ def sort_key(type: str, s: str) -> Any:
         try:
             return Decimal(s)
         except InvalidOperation as e:
-            raise ValueError(f"not a decimal: {s!r}") from e
+            raise InvalidValueError(f"not a decimal: {s!r}") from e
     if t == "boolean":
         return parse_value(t, s)
     if t == "date":

@@ -7,6 +7,7 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CatalogValueError
 from ..types import duckdb_sql_type
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ _TS_RE = re.compile(r"^(\d{4,})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,
 def _parse_text_timestamp(text: str) -> dt.datetime:
     m = _TS_RE.match(text.strip())
     if not m:
-        raise ValueError(f"cannot parse catalog timestamp {text!r}")
+        raise CatalogValueError(f"cannot parse catalog timestamp {text!r}")
     y, mo, d, h, mi, s, frac, sign, th, tm = m.groups()
     micro = int((frac or "0")[:6].ljust(6, "0"))
     tz = dt.timezone.utc

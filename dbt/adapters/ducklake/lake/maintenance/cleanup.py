@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from ..catalog.database import CatalogDB
 from ..catalog.state import id_list, list_snapshots
-from ..errors import DuckLakeError
+from ..errors import DuckLakeError, InvalidOptionError
 from ..paths import by_file_io, file_io, join_path, to_local
 from ..records import Snapshot
 from ..write import file_rows
@@ -62,13 +62,13 @@ def expire_snapshots(
         ValueError: both criteria given, an empty or negative versions list (the reference errors on those too).
     """
     if versions is not None and older_than is not None:
-        raise ValueError("expire_snapshots: give versions or older_than, not both")
+        raise InvalidOptionError("expire_snapshots: give versions or older_than, not both")
     if versions is not None:
         wanted = {int(v) for v in versions}
         if not wanted:
-            raise ValueError("expire_snapshots: versions is an empty list; give at least one snapshot id")
+            raise InvalidOptionError("expire_snapshots: versions is an empty list; give at least one snapshot id")
         if min(wanted) < 0:
-            raise ValueError(f"expire_snapshots: snapshot ids are not negative, got {sorted(v for v in wanted if v < 0)}")
+            raise InvalidOptionError(f"expire_snapshots: snapshot ids are not negative, got {sorted(v for v in wanted if v < 0)}")
     if versions is None and older_than is None:
         default = lake.option("expire_older_than")
         if not default:
@@ -162,7 +162,7 @@ def _table_dirs(db: CatalogDB, conn: Connection, data_path: str) -> dict[int, st
 
 def _cutoff(lake: DuckLake, older_than: dt.datetime | None, cleanup_all: bool, what: str) -> dt.datetime | None:
     if cleanup_all and older_than is not None:
-        raise ValueError(f"{what}: give all=True or older_than, not both")
+        raise InvalidOptionError(f"{what}: give all=True or older_than, not both")
     if cleanup_all:
         return None
     if older_than is not None:

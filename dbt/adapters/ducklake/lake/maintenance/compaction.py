@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..catalog.state import LakeState, load_state
-from ..errors import CommitConflictError
+from ..errors import CommitConflictError, InvalidOptionError
 from ..paths import delete_file_name, join_path
 from ..read import file_checks
 from ..read.deletes import (
@@ -178,15 +178,15 @@ def merge_adjacent_files(
         CommitConflictError: another writer changed the table meanwhile (nothing committed).
     """
     if target_file_size is not None and target_file_size <= 0:
-        raise ValueError(f"target_file_size must be a positive number of bytes, got {target_file_size}")
+        raise InvalidOptionError(f"target_file_size must be a positive number of bytes, got {target_file_size}")
     if max_file_size is not None and max_file_size <= 0:
-        raise ValueError(f"max_file_size must be a positive number of bytes, got {max_file_size}")
+        raise InvalidOptionError(f"max_file_size must be a positive number of bytes, got {max_file_size}")
     if min_file_size is not None and min_file_size < 0:
-        raise ValueError(f"min_file_size must not be negative, got {min_file_size}")
+        raise InvalidOptionError(f"min_file_size must not be negative, got {min_file_size}")
     if min_file_size is not None and max_file_size is not None and min_file_size >= max_file_size:
-        raise ValueError(f"min_file_size ({min_file_size}) must be less than max_file_size ({max_file_size})")
+        raise InvalidOptionError(f"min_file_size ({min_file_size}) must be less than max_file_size ({max_file_size})")
     if max_compacted_files is not None and max_compacted_files <= 0:
-        raise ValueError(f"max_compacted_files must be greater than zero, got {max_compacted_files}")
+        raise InvalidOptionError(f"max_compacted_files must be greater than zero, got {max_compacted_files}")
     out = []
     # one snapshot for all tables, as the reference does; the transaction owns the files written for it
     with lake.transaction(commit_message="merge_adjacent_files") as tx:

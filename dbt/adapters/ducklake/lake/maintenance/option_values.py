@@ -6,6 +6,8 @@ import calendar
 import datetime as dt
 import re
 
+from ..errors import InvalidOptionError
+
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "kib": 1024, "mib": 1024**2,
                "gib": 1024**3, "tib": 1024**4}
 _UNITS = {"microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600, "day": 86400,
@@ -24,7 +26,7 @@ def parse_size(value: str | int) -> int:
         return value
     m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(value).lower())
     if not m or m.group(2) not in _SIZE_UNITS:
-        raise ValueError(f"cannot parse a file size from {value!r}: expected e.g. 536870912 or '512MB'")
+        raise InvalidOptionError(f"cannot parse a file size from {value!r}: expected e.g. 536870912 or '512MB'")
     return int(m.group(1)) * _SIZE_UNITS[m.group(2)]
 
 
@@ -39,9 +41,9 @@ def parse_threshold(value: float | str | None, what: str = "delete_threshold") -
     try:
         got = float(value)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}") from e
+        raise InvalidOptionError(f"{what} must be a number between 0 and 1, got {value!r}") from e
     if not 0 <= got <= 1:  # also refuses NaN
-        raise ValueError(f"{what} must be between 0 and 1, got {value!r}")
+        raise InvalidOptionError(f"{what} must be between 0 and 1, got {value!r}")
     return got
 
 
@@ -65,12 +67,12 @@ def parse_interval(text: str) -> tuple[int, dt.timedelta]:
         n, unit = float(m.group("n")), _UNIT_ALIASES.get(m.group("unit"), m.group("unit"))
         if unit in ("month", "year"):
             if n != int(n):
-                raise ValueError(f"cannot parse interval {text!r}: months and years must be whole numbers")
+                raise InvalidOptionError(f"cannot parse interval {text!r}: months and years must be whole numbers")
             months += int(n) * (12 if unit == "year" else 1)
         else:
             rest += dt.timedelta(seconds=n * _UNITS[unit])
     if not parts or low[pos:].strip():
-        raise ValueError(f"cannot parse interval {text!r}: expected e.g. '2 days', '1 week', '12 hours', '00:30:00'")
+        raise InvalidOptionError(f"cannot parse interval {text!r}: expected e.g. '2 days', '1 week', '12 hours', '00:30:00'")
     return months, rest
 
 

@@ -7,6 +7,7 @@ import uuid
 
 import pyarrow as pa
 
+from ..errors import CatalogValueError
 from ..records import Column
 from ..types import to_arrow
 
@@ -131,7 +132,7 @@ def interval_from_text(arr: pa.Array) -> pa.Array:
             continue
         m = _INTERVAL_TEXT.match(v)
         if m is None:
-            raise ValueError(f"{v!r} is not an interval as this adapter writes one ('<m> months <d> days <us> "
+            raise CatalogValueError(f"{v!r} is not an interval as this adapter writes one ('<m> months <d> days <us> "
                              "microseconds')")
         out.append(pa.MonthDayNano([int(m.group(1)), int(m.group(2)), int(m.group(3)) * 1000]))
     return pa.array(out, pa.month_day_nano_interval())

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
+from ..errors import NotParquetError
 from ..paths import is_local, to_local
 from ..storage import file_io
 from . import puffin
@@ -240,5 +241,5 @@ def footer_size(path: str) -> int:
         size = fh.size()
         tail = fh.read_at(8, size - 8) if size >= 8 else b""
     if tail[4:] != b"PAR1":
-        raise ValueError(f"{path} is not a Parquet file (no PAR1 magic at the end)")
+        raise NotParquetError(f"{path} is not a Parquet file (no PAR1 magic at the end)")
     return int.from_bytes(tail[:4], "little")

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..catalog.state import LakeState
-from ..errors import DuckLakeError
+from ..errors import DuckLakeError, InvalidOptionError, TransactionOrderError
 from ..paths import data_file_name, delete_file_name, join_path, relative_to, to_local
 from ..read.deletes import SNAPSHOT_COLUMN, DeletePositions, read_delete_file, write_delete_file
 from ..read.file_checks import reading_any, scan_files, table_context, verify_scan
@@ -96,7 +96,7 @@ class CloneData(Operation):
     def apply(self, b: CatalogBuilder) -> None:
         info = bound_table(b, self, self.table)
         if info.table_id not in b.created_table_ids:
-            raise ValueError(f"{self.schema}.{self.table}: a clone is written into a table created in the same "
+            raise TransactionOrderError(f"{self.schema}.{self.table}: a clone is written into a table created in the same "
                              "transaction")
         table_dir = b.table_path(info)
         self.linked = self.copied = 0
@@ -234,7 +234,7 @@ def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str,
         ValueError: an unknown mode.
     """
     if mode not in (HARD_LINK, FILE_COPY):
-        raise ValueError(f"clone mode must be {HARD_LINK!r} or {FILE_COPY!r}, got {mode!r}")
+        raise InvalidOptionError(f"clone mode must be {HARD_LINK!r} or {FILE_COPY!r}, got {mode!r}")
     s = state.snapshot_id
     source_dir = state.table_path(source)
     files = state.files(source)

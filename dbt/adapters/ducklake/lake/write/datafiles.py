@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import InvalidDataFileError
+from ..errors import InvalidDataFileError, NotParquetError
 from ..read.deletes import ROW_ID_COLUMN, SNAPSHOT_COLUMN
 from ..records import Column, ColumnStats
 from ..storage import file_io
@@ -51,7 +51,7 @@ def read_footer(path: str) -> ParquetFooter:
             size = f.size()
             tail = f.read_at(8, size - 8) if size >= 8 else b""
             if tail[4:] != b"PAR1":
-                raise ValueError("no PAR1 magic at the end")
+                raise NotParquetError("no PAR1 magic at the end")
             pf = pq.ParquetFile(f)
             return ParquetFooter(pf.metadata, pf.schema_arrow, size, int.from_bytes(tail[:4], "little"))
     except Exception as e:  # pyarrow raises several error types for a bad file

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog.state import load_inlined_tables
+from ..errors import InvalidOptionError
 from ..paths import discard_files
 from ..read.scan import read_data_file
 from ..records import Column, ColumnStats, TableInfo
@@ -66,7 +67,7 @@ def parse_limit(value: object) -> int:
     except ValueError:
         limit = -1
     if limit < 0:
-        raise ValueError(f"data_inlining_row_limit must be a non-negative integer (0 disables inlining), got {value!r}")
+        raise InvalidOptionError(f"data_inlining_row_limit must be a non-negative integer (0 disables inlining), got {value!r}")
     return limit
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import NoSuchColumnError
+from ..errors import InvalidOptionError, InvalidSortKeyError, NoSuchColumnError
 from ..maintenance.option_values import parse_size
 from ..records import SortField, TableInfo
 
@@ -71,25 +71,25 @@ def option_text(name: str, value: object) -> str:
     text = str(value).strip()
     if name == "parquet_compression":
         if text.lower() not in CODECS:
-            raise ValueError(f"parquet_compression {text!r} is not a codec DuckDB writes: {', '.join(CODECS)}")
+            raise InvalidOptionError(f"parquet_compression {text!r} is not a codec DuckDB writes: {', '.join(CODECS)}")
         return text.lower()
     if name == "parquet_version":
         if text.upper().lstrip("V") not in ("1", "2"):
-            raise ValueError(f"parquet_version must be 1 or 2, got {text!r}")
+            raise InvalidOptionError(f"parquet_version must be 1 or 2, got {text!r}")
         return "V" + text.upper().lstrip("V")
     if name in ("parquet_compression_level", "parquet_row_group_size"):
         if not text.isdigit() or (name == "parquet_row_group_size" and int(text) == 0):
-            raise ValueError(f"{name} must be a {'positive' if name == 'parquet_row_group_size' else 'whole'} "
+            raise InvalidOptionError(f"{name} must be a {'positive' if name == 'parquet_row_group_size' else 'whole'} "
                              f"number, got {text!r}")
         return str(int(text))
     if name in ("parquet_row_group_size_bytes", "target_file_size"):
         size = parse_size(text)
         if size == 0 and name == "parquet_row_group_size_bytes":
-            raise ValueError("parquet_row_group_size_bytes cannot be 0")
+            raise InvalidOptionError("parquet_row_group_size_bytes cannot be 0")
         return str(size)
     if name == "sort_on_insert":
         return boolean_text(name, value)
-    raise ValueError(f"{name!r} is not a write option; these are: {', '.join(WRITE_OPTIONS)}")
+    raise InvalidOptionError(f"{name!r} is not a write option; these are: {', '.join(WRITE_OPTIONS)}")
 
 
 def boolean_text(name: str, value: object) -> str:
@@ -97,7 +97,7 @@ def boolean_text(name: str, value: object) -> str:
     truth = {"true": "true", "1": "true", "t": "true", "false": "false", "0": "false", "f": "false"}
     text = str(value).strip().lower()
     if text not in truth:
-        raise ValueError(f"{name} must be true or false, got {value!r}")
+        raise InvalidOptionError(f"{name} must be true or false, got {value!r}")
     return truth[text]
 
 
@@ -144,13 +144,13 @@ def parse_sorted_by(keys: str | Sequence[str], table: TableInfo) -> tuple[SortFi
 
     text = keys if isinstance(keys, str) else ", ".join(keys)
     if not text.strip():
-        raise ValueError("sorted_by names no sort key")
+        raise InvalidSortKeyError("sorted_by names no sort key")
     con = duckdb.connect()
     try:
         doc = json.loads(_scalar(con, "SELECT json_serialize_sql(?)", f"SELECT 1 ORDER BY {text}"))
         orders = _orders(doc)
         if orders is None:
-            raise ValueError(f"sorted_by {text!r} is not a list of DuckDB sort expressions: "
+            raise InvalidSortKeyError(f"sorted_by {text!r} is not a list of DuckDB sort expressions: "
                              f"{doc.get('error_message', 'no sort keys')}")
         fields, unknown = [], []
         for i, order in enumerate(orders):
@@ -164,7 +164,7 @@ def parse_sorted_by(keys: str | Sequence[str], table: TableInfo) -> tuple[SortFi
         con.close()
     if unknown:
         # DuckDB: "Columns in the SET SORTED BY statement were not found in the DuckLake table"
-        raise ValueError(f"sorted_by names columns table {table.schema_name}.{table.name} does not have: "
+        raise InvalidSortKeyError(f"sorted_by names columns table {table.schema_name}.{table.name} does not have: "
                          f"{', '.join(dict.fromkeys(unknown))} (its columns: {', '.join(c.name for c in table.columns)})")
     return tuple(fields)
 

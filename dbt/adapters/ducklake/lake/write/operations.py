@@ -10,7 +10,13 @@ import numpy as np
 import pyarrow as pa
 
 from ..catalog.state import ci_lookup
-from ..errors import CommitConflictError, InvalidDataFileError, NoSuchTableError, SchemaEvolutionError
+from ..errors import (
+    CommitConflictError,
+    DeletePositionError,
+    InvalidDataFileError,
+    NoSuchTableError,
+    SchemaEvolutionError,
+)
 from ..paths import delete_file_name, join_path
 from ..read.deletes import (
     delete_row_groups,
@@ -423,7 +429,7 @@ class DeleteRows(Operation):
         asked = np.asarray(self.positions, dtype=np.int64)
         outside = (asked < 0) | (asked >= f.record_count)
         if outside.any():
-            raise ValueError(f"delete positions {asked[outside][:5].tolist()} are outside data file "
+            raise DeletePositionError(f"delete positions {asked[outside][:5].tolist()} are outside data file "
                              f"{f.data_file_id} ({f.record_count} rows)")
         existing = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot) if f.delete_file else None
         already = _sorted_unique(np.concatenate([np.asarray(existing.positions if existing else (), dtype=np.int64),

@@ -12,7 +12,13 @@ import numpy as np
 import sqlalchemy as sa
 
 from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
-from ..errors import CatalogConnectionError, CommitConflictError, CommitStateUnknownError, TransactionClosedError
+from ..errors import (
+    CatalogConnectionError,
+    CommitConflictError,
+    CommitStateUnknownError,
+    TransactionClosedError,
+    TransactionOrderError,
+)
 from ..paths import discard_files, file_io
 from ..records import Column, Snapshot, TableInfo, ViewInfo
 from ..types import parse_type
@@ -147,7 +153,7 @@ class Transaction:
         """Swap the files staged for a table created in this transaction (copy-on-write inside the transaction:
         nothing was committed, so nothing needs a delete file). The caller removes the old files."""
         if not self.is_new_table(schema, name):
-            raise ValueError(f"{schema}.{name} was not created in this transaction: change it with deletes")
+            raise TransactionOrderError(f"{schema}.{name} was not created in this transaction: change it with deletes")
         self._ops = [op for op in self._ops if not _adds_to(op, schema, name)]
         self._version += 1
         files = tuple(files)
@@ -489,10 +495,10 @@ class Transaction:
         Raises:
             CloneUnsupportedError: the source's files are not on a local file system.
             NoSuchTableError: no such source table at the snapshot.
-            ValueError: the source was changed earlier in this transaction (clone it after the commit).
+            TransactionOrderError: the source was changed earlier in this transaction (clone it after the commit).
         """
         if self._touches(source_schema, source_name):
-            raise ValueError(f"{source_schema}.{source_name} was changed earlier in this transaction: clone it after "
+            raise TransactionOrderError(f"{source_schema}.{source_name} was changed earlier in this transaction: clone it after "
                              "the commit")
         state = self.base if snapshot is None else self.lake.snapshot(snapshot)
         source = state.table(source_schema, source_name)
