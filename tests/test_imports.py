@@ -190,3 +190,14 @@ def test_the_walker_sees_the_package() -> None:
     graph = _graph()
     assert f"{PACKAGE}.lake.write.transaction" in graph[f"{PACKAGE}.spark.work"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_class_name_defined_twice() -> None:
+    """One class per name in the package: two classes of one name (a statement and an operation) read as one."""
+    where: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(_short(module))
+    twice = {name: places for name, places in where.items() if len(places) > 1}
+    assert not twice, "class names defined more than once:\n" + "\n".join(f"{n}: {', '.join(p)}" for n, p in twice.items())

@@ -202,19 +202,19 @@ def test_staged_view_validates_without_a_catalog(lake: DuckLake, monkeypatch: py
     view = CatalogView(state)
     assert not hasattr(view, "conn") and not hasattr(view, "db") and view.reader is None
     staged: list[ops.DdlOperation] = [
-        ops.CreateSchema("s2"),
-        ops.CreateTable("s2", "n", tuple(COLUMNS[:2]), partition=(("id", "bucket(2)"),), comment="new"),
+        ops.AddSchema("s2"),
+        ops.AddTable("s2", "n", tuple(COLUMNS[:2]), partition=(("id", "bucket(2)"),), comment="new"),
         ops.AddColumn("s", "t", Column(0, "extra", "int64")),
         ops.AlterColumn("s", "t", "name", new_name="label"),
         ops.AlterColumn("s", "t", "part", new_type="int64"),
-        ops.DropColumn("s", "t", "info"),
+        ops.RemoveColumn("s", "t", "info"),
         ops.SetComment("s", "t", "c", column="id"),
         ops.SetTag("s", "t", "owner", "me"),
-        ops.CreateView("s", "v", "SELECT 1", column_aliases=("x",)),
+        ops.AddView("s", "v", "SELECT 1", column_aliases=("x",)),
         ops.RenameView("s", "v", "v2"),
         ops.RenameTable("s", "t", "t2"),
         ops.SetPartitioning("s", "t2", (("part", "identity"), ("id", "bucket(4)"))),
-        ops.DropSchema("s2", cascade=True),
+        ops.RemoveSchema("s2", cascade=True),
     ]
     for op in staged:
         op.apply(view)
@@ -228,13 +228,13 @@ def test_staged_view_validates_without_a_catalog(lake: DuckLake, monkeypatch: py
     assert view.changes.render() == (
         'created_view:"s"."v",created_view:"s"."v2",created_table:"s"."t2",altered_table:2,altered_table:5')
     bad: list[tuple[ops.DdlOperation, type[Exception]]] = [
-        (ops.CreateSchema("s"), SchemaExistsError),
-        (ops.CreateTable("s", "T2", tuple(COLUMNS)), TableExistsError),
-        (ops.CreateTable("nope", "x", tuple(COLUMNS)), NoSuchSchemaError),
-        (ops.DropTable("s", "t"), NoSuchTableError),
-        (ops.DropColumn("s", "t2", "part"), SchemaEvolutionError),
+        (ops.AddSchema("s"), SchemaExistsError),
+        (ops.AddTable("s", "T2", tuple(COLUMNS)), TableExistsError),
+        (ops.AddTable("nope", "x", tuple(COLUMNS)), NoSuchSchemaError),
+        (ops.RemoveTable("s", "t"), NoSuchTableError),
+        (ops.RemoveColumn("s", "t2", "part"), SchemaEvolutionError),
         (ops.AlterColumn("s", "t2", "label", new_type="int32"), SchemaEvolutionError),
-        (ops.DropSchema("s"), SchemaExistsError),
+        (ops.RemoveSchema("s"), SchemaExistsError),
     ]
     for op, error in bad:
         with pytest.raises(error):

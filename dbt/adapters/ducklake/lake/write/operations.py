@@ -1,5 +1,6 @@
-"""Staged operations. DDL applies itself to the transaction's staged view as it is staged; at commit every operation
-replays on a CatalogBuilder (the view that also writes the rows) on the latest state."""
+"""Staged operations (named apart from the router's typed statements: `AddTable` here, `router.CreateTable`
+there). DDL applies itself to the transaction's staged view as it is staged; at commit every operation replays on a
+CatalogBuilder (the view that also writes the rows) on the latest state."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class DdlOperation(Operation):
 
 
 @dataclass
-class CreateSchema(DdlOperation):
+class AddSchema(DdlOperation):
     name: str
     if_not_exists: bool = False
 
@@ -69,7 +70,7 @@ class CreateSchema(DdlOperation):
 
 
 @dataclass
-class DropSchema(DdlOperation):
+class RemoveSchema(DdlOperation):
     name: str
     cascade: bool = False
     if_exists: bool = False
@@ -81,7 +82,7 @@ class DropSchema(DdlOperation):
 
 
 @dataclass
-class CreateTable(DdlOperation):
+class AddTable(DdlOperation):
     schema: str
     name: str
     columns: tuple[Column, ...]
@@ -104,7 +105,7 @@ class CreateTable(DdlOperation):
 
 
 @dataclass
-class DropTable(DdlOperation):
+class RemoveTable(DdlOperation):
     schema: str
     name: str
     if_exists: bool = False
@@ -177,7 +178,7 @@ class AddColumn(DdlOperation):
 
 
 @dataclass
-class DropColumn(DdlOperation):
+class RemoveColumn(DdlOperation):
     schema: str
     table: str
     column: str
@@ -305,7 +306,7 @@ class SetTag(DdlOperation):
 
 
 @dataclass
-class CreateView(DdlOperation):
+class AddView(DdlOperation):
     schema: str
     name: str
     sql: str
@@ -325,7 +326,7 @@ class CreateView(DdlOperation):
 
 
 @dataclass
-class DropView(DdlOperation):
+class RemoveView(DdlOperation):
     schema: str
     name: str
     if_exists: bool = False

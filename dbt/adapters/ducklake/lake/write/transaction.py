@@ -216,17 +216,17 @@ class Transaction:
             op = self._ops[i]
             if op.bound_table_id is not None or getattr(op, "schema", "").lower() != schema:
                 continue
-            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.DropColumn | ops.AlterColumn
+            on_columns = isinstance(op, ops.AddDataFiles | ops.AddColumn | ops.RemoveColumn | ops.AlterColumn
                                     | ops.ChangeField | CloneData)
             target = getattr(op, "table" if on_columns else "name", None)
             if not isinstance(target, str) or target.lower() != current.lower():
                 continue
-            if isinstance(op, ops.CreateTable | ops.CreateView):
+            if isinstance(op, ops.AddTable | ops.AddView):
                 return None, touching  # a later object of the same name replaced it
             touching.add(i)
             if isinstance(op, ops.RenameTable | ops.RenameView):
                 current = op.new_name
-            elif isinstance(op, ops.DropTable | ops.DropView):
+            elif isinstance(op, ops.RemoveTable | ops.RemoveView):
                 return None, touching
         return current, touching
 
@@ -240,11 +240,11 @@ class Transaction:
         """Drop an object created in this transaction the way the reference does: nothing of it is committed (its
         creation and every later change to it are unstaged; what a CREATE OR REPLACE replaced stays dropped), and
         its staged data files go to `unreferenced_files`. False if the object was not created in this transaction."""
-        create_kind = ops.CreateView if view else ops.CreateTable
+        create_kind = ops.AddView if view else ops.AddTable
         found: int | None = None
         names: set[int] = set()  # indexes of the operations on the created object
         for c, op in enumerate(self._ops):
-            if isinstance(op, (ops.CreateView, ops.CreateTable)) and isinstance(op, create_kind) \
+            if isinstance(op, (ops.AddView, ops.AddTable)) and isinstance(op, create_kind) \
                     and op.schema.lower() == schema.lower():
                 final, touching = self._follow(c)
                 if final is not None and final.lower() == name.lower():
@@ -252,13 +252,13 @@ class Transaction:
         if found is None:
             return False
         created = self._ops[found]
-        assert isinstance(created, (ops.CreateView, ops.CreateTable))
+        assert isinstance(created, (ops.AddView, ops.AddTable))
         kept: list[ops.Operation] = self._ops[:found]
         replaced: list[ops.Operation] = []
         if getattr(created, "replace", False):
             # what the CREATE OR REPLACE replaced (if anything) is dropped all the same
-            replaced = [ops.DropTable(created.schema, created.name, if_exists=True),
-                        ops.DropView(created.schema, created.name, if_exists=True)]
+            replaced = [ops.RemoveTable(created.schema, created.name, if_exists=True),
+                        ops.RemoveView(created.schema, created.name, if_exists=True)]
             kept += replaced
         files: list[DataFileSpec] = []
         for i, op in enumerate(self._ops[found + 1:], start=found + 1):
@@ -272,7 +272,7 @@ class Transaction:
         self._table_options = {}  # by provisional ids: replayed with the operations kept
         for op in kept:
             if any(op is r for r in replaced):
-                objects = self._staged.tables if isinstance(op, ops.DropTable) else self._staged.views
+                objects = self._staged.tables if isinstance(op, ops.RemoveTable) else self._staged.views
                 if ci_lookup(objects, (op.schema, op.name)) is None:  # type: ignore[attr-defined]
                     continue
                 self._bind(op)
@@ -283,7 +283,7 @@ class Transaction:
 
     def _bind(self, op: ops.Operation) -> None:
         """Bind an operation on an existing table to the table's id (see Operation)."""
-        if isinstance(op, ops.CreateTable | ops.CreateView | ops.CreateSchema | ops.DropSchema):
+        if isinstance(op, ops.AddTable | ops.AddView | ops.AddSchema | ops.RemoveSchema):
             return
         name = getattr(op, "table", None) or getattr(op, "name", None)
         schema = getattr(op, "schema", None)
@@ -297,11 +297,11 @@ class Transaction:
     # DDL ----------------------------------------------------------------------------------------------------------
     def create_schema(self, name: str, *, if_not_exists: bool = False) -> None:
         """CREATE SCHEMA. Raises SchemaExistsError."""
-        self.stage(ops.CreateSchema(name, if_not_exists))
+        self.stage(ops.AddSchema(name, if_not_exists))
 
     def drop_schema(self, name: str, *, cascade: bool = False, if_exists: bool = False) -> None:
         """DROP SCHEMA [CASCADE]. Raises NoSuchSchemaError, SchemaExistsError (not empty)."""
-        self.stage(ops.DropSchema(name, cascade, if_exists))
+        self.stage(ops.RemoveSchema(name, cascade, if_exists))
 
     def create_table(
         self,
@@ -323,7 +323,7 @@ class Transaction:
                 parse_type(node.type)  # raises UnsupportedTypeError naming the type
         if replace and not self._closed:
             self._unstage_created(schema, name, view=False)  # replacing a table of this transaction: unstage it
-        self.stage(ops.CreateTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
+        self.stage(ops.AddTable(schema, name, tuple(columns), tuple(partition_by) if partition_by else None,
                                     comment, replace, keep_column_ids))
         return self.table(schema, name)
 
@@ -333,7 +333,7 @@ class Transaction:
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         if not self._unstage_created(schema, name, view=False):
-            self.stage(ops.DropTable(schema, name, if_exists))
+            self.stage(ops.RemoveTable(schema, name, if_exists))
 
     def rename_table(self, schema: str, name: str, new_name: str) -> None:
         self.stage(ops.RenameTable(schema, name, new_name))
@@ -401,7 +401,7 @@ class Transaction:
         self.stage(ops.AddColumn(schema, table, column))
 
     def drop_column(self, schema: str, table: str, column: str) -> None:
-        self.stage(ops.DropColumn(schema, table, column))
+        self.stage(ops.RemoveColumn(schema, table, column))
 
     def rename_column(self, schema: str, table: str, column: str, new_name: str) -> None:
         self.stage(ops.AlterColumn(schema, table, column, new_name=new_name))
@@ -458,14 +458,14 @@ class Transaction:
         replace: bool = False,
         comment: str | None = None,
     ) -> None:
-        self.stage(ops.CreateView(schema, name, sql, dialect, tuple(column_aliases), replace, comment))
+        self.stage(ops.AddView(schema, name, sql, dialect, tuple(column_aliases), replace, comment))
 
     def drop_view(self, schema: str, name: str, *, if_exists: bool = False) -> None:
         """DROP VIEW. A view created in this transaction is unstaged as the reference does."""
         if self._closed:
             raise TransactionClosedError("this transaction has already been committed or abandoned")
         if not self._unstage_created(schema, name, view=True):
-            self.stage(ops.DropView(schema, name, if_exists))
+            self.stage(ops.RemoveView(schema, name, if_exists))
 
     def rename_view(self, schema: str, name: str, new_name: str) -> None:
         self.stage(ops.RenameView(schema, name, new_name))
