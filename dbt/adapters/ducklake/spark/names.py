@@ -45,6 +45,8 @@ PRIVATE = "__ducklake_read_"  # the temporary views of bound reads (bound_reads)
 _VIEW_DEPTH = 32  # views of views bound for one statement (dbt's staging and intermediate layers)
 _log = logging.getLogger(__name__)
 
+ABSENT = ""  # a staged read of an object the unit does not have (dropped or renamed away): see staged_reads
+
 
 def table_refs(sql: str) -> set[tuple[str, str]]:
     """The two-part names (schema, name), lower case, that a Spark SQL text refers to (empty if it does not parse)."""
@@ -286,8 +288,6 @@ class LakeNames:
 
     def _refresh_staged(self, st: LakeState, schema: str, name: str) -> bool:
         """Register the object as the staged unit has it; False when the unit did not change it."""
-        from .staged_reads import ABSENT
-
         assert self.staged is not None
         sql = self.staged.read_sql(schema, name)
         if sql is None:

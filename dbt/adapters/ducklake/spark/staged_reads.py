@@ -12,29 +12,38 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
 
 from ..lake.catalog.state import ci_lookup
 from ..lake.errors import NoSuchTableError
 from ..lake.paths import file_io, join_path
 from ..lake.records import TableInfo
 from ..lake.write.datafiles import DataFileSpec
+from ..lake.write.transaction import Transaction
 from .manifest import FILE, POS, RID
+from .names import ABSENT
 from .scan import file_uri, table_sql
 from .sql_literals import ident, literal
 from .types import to_spark
 
-if TYPE_CHECKING:
-    from .work import LakeWork
-
-ABSENT = ""  # the object does not exist as the unit has it (dropped or renamed away)
 SCRATCH_PREFIX = "__ducklake_staged_reads_"  # scratch directories in the data path, removed with the unit
 
 
-def staged_sql(work: LakeWork, schema: str, name: str, spark_sql_tag: str) -> str | None:
+class StagedUnit(Protocol):
+    """What a staged read needs of the unit of work (`work.LakeWork`, which imports this module)."""
+
+    spark: SparkSession
+    tx: Transaction
+    touched: set[tuple[str, str]]
+
+    def scratch_dir(self) -> str: ...
+
+
+def staged_sql(work: StagedUnit, schema: str, name: str, spark_sql_tag: str) -> str | None:
     """The SELECT of the object as the unit has it; None when the unit did not change it (read the base); ABSENT
     when the unit dropped it."""
     if (schema.lower(), name.lower()) not in work.touched:
@@ -70,7 +79,7 @@ def _sources(files: list[DataFileSpec]) -> list[str]:
     return [f"{d}/{names[0]}" if len(names) == 1 else f"{d}/{{{','.join(names)}}}" for d, names in by_dir.items()]
 
 
-def _base_rows(work: LakeWork, base: TableInfo, info: TableInfo) -> str:
+def _base_rows(work: StagedUnit, base: TableInfo, info: TableInfo) -> str:
     """The committed rows of a table the unit changed, minus the rows it deleted, in the unit's columns (a column
     added in the unit reads NULL in them, as its initial default is not applied here)."""
     from .dml import live_rows  # the DML's own reading of target rows with their locators
@@ -90,7 +99,7 @@ def _base_rows(work: LakeWork, base: TableInfo, info: TableInfo) -> str:
             f"ON d.f = t.{FILE} AND d.p = CASE WHEN t.{FILE} = -1 THEN t.{RID} ELSE t.{POS} END")
 
 
-def _deleted_source(work: LakeWork, positions: dict[int, set[int]], row_ids: set[int]) -> str:
+def _deleted_source(work: StagedUnit, positions: dict[int, set[int]], row_ids: set[int]) -> str:
     """A Parquet file of the deleted rows: (f, p) = (data file id, position), or (-1, row id) for an inlined row."""
     fs: list[int] = []
     ps: list[int] = []
