@@ -133,7 +133,7 @@ def interval_from_text(arr: pa.Array) -> pa.Array:
         m = _INTERVAL_TEXT.match(v)
         if m is None:
             raise CatalogValueError(f"{v!r} is not an interval as this adapter writes one ('<m> months <d> days <us> "
-                             "microseconds')")
+                                    "microseconds')")
         out.append(pa.MonthDayNano([int(m.group(1)), int(m.group(2)), int(m.group(3)) * 1000]))
     return pa.array(out, pa.month_day_nano_interval())
 

@@ -97,7 +97,7 @@ class CloneData(Operation):
         info = bound_table(b, self, self.table)
         if info.table_id not in b.created_table_ids:
             raise TransactionOrderError(f"{self.schema}.{self.table}: a clone is written into a table created in the same "
-                             "transaction")
+                                        "transaction")
         table_dir = b.table_path(info)
         self.linked = self.copied = 0
         delta = b.stats_delta(info.table_id)

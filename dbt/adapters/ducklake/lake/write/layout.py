@@ -80,7 +80,7 @@ def option_text(name: str, value: object) -> str:
     if name in ("parquet_compression_level", "parquet_row_group_size"):
         if not text.isdigit() or (name == "parquet_row_group_size" and int(text) == 0):
             raise InvalidOptionError(f"{name} must be a {'positive' if name == 'parquet_row_group_size' else 'whole'} "
-                             f"number, got {text!r}")
+                                     f"number, got {text!r}")
         return str(int(text))
     if name in ("parquet_row_group_size_bytes", "target_file_size"):
         size = parse_size(text)
@@ -151,7 +151,7 @@ def parse_sorted_by(keys: str | Sequence[str], table: TableInfo) -> tuple[SortFi
         orders = _orders(doc)
         if orders is None:
             raise InvalidSortKeyError(f"sorted_by {text!r} is not a list of DuckDB sort expressions: "
-                             f"{doc.get('error_message', 'no sort keys')}")
+                                      f"{doc.get('error_message', 'no sort keys')}")
         fields, unknown = [], []
         for i, order in enumerate(orders):
             node = doc["statements"][0]["node"]
@@ -164,8 +164,9 @@ def parse_sorted_by(keys: str | Sequence[str], table: TableInfo) -> tuple[SortFi
         con.close()
     if unknown:
         # DuckDB: "Columns in the SET SORTED BY statement were not found in the DuckLake table"
-        raise InvalidSortKeyError(f"sorted_by names columns table {table.schema_name}.{table.name} does not have: "
-                         f"{', '.join(dict.fromkeys(unknown))} (its columns: {', '.join(c.name for c in table.columns)})")
+        raise InvalidSortKeyError(
+            f"sorted_by names columns table {table.schema_name}.{table.name} does not have: "
+            f"{', '.join(dict.fromkeys(unknown))} (its columns: {', '.join(c.name for c in table.columns)})")
     return tuple(fields)
 
 
