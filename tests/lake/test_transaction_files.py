@@ -85,3 +85,47 @@ def test_kept_when_the_outcome_is_unknown(file_catalog_url: str, tmp_path: Path,
     os.rename(path + ".away", path)
     assert len(lake.resolve_unknown_commits()) == 0
     assert _rows(file_catalog_url) == [7, 8]
+
+
+def test_delete_files_are_written_before_the_catalog_transaction(file_catalog_url: str, tmp_path: Path,
+                                                                  hook: list, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """As the reference: a commit's delete files are on storage before its catalog transaction begins. After another
+    writer committed, a delete file that holds the commit's snapshot is written again for the new one, outside the
+    catalog transaction, and only the file the commit lists stays."""
+    lake = _lake_with_table(file_catalog_url, tmp_path)
+    tx, paths, folder = _owned(lake, list(range(10)))
+    tx.commit()
+    data_file_id = lake.snapshot().files(lake.snapshot().table("main", "t"))[0].data_file_id
+
+    def deletes() -> set[str]:
+        return {n for n in os.listdir(folder) if n.endswith("-delete.parquet")}
+
+    at_begin: list[set[str]] = []
+    at_commit: list[set[str]] = []
+    real_write = lake.db.write
+
+    def write():  # type: ignore[no-untyped-def]
+        at_begin.append(deletes())
+        return real_write()
+
+    monkeypatch.setattr(lake.db, "write", write)
+    catalog_module.COMMIT_HOOK = lambda db, at: at_commit.append(deletes()) if at == "before" else None
+    with lake.transaction() as tx:
+        tx.delete_rows("main", "t", data_file_id, [0])
+    assert len(at_begin) == 1 and at_begin == at_commit and len(at_begin[0]) == 1  # written before BEGIN
+    first = set(at_begin[0])
+
+    tx = lake.transaction()  # the file has deletes: the new one carries each position's snapshot
+    tx.delete_rows("main", "t", data_file_id, [1])
+    with lake.transaction() as other:  # the snapshot moves on, without a conflict
+        other.create_schema("s2")
+    at_begin.clear()
+    at_commit.clear()
+    tx.commit()
+    assert len(at_begin) == 2 and len(at_commit) == 1  # the first attempt asked for the new snapshot's file
+    assert at_commit[0] == at_begin[1]  # nothing written inside the catalog transaction
+    listed = {os.path.basename(f.delete_file.path) for f in lake.snapshot().files(lake.snapshot().table("main", "t"))
+              if f.delete_file is not None}
+    assert deletes() == first | listed  # the stale file is gone; the replaced one is scheduled for deletion
+    assert _rows(file_catalog_url) == list(range(2, 10))
+    assert violations(file_catalog_url) == []

@@ -16,9 +16,11 @@ from sqlalchemy.engine import Connection
 
 from ..catalog.database import CatalogDB
 from ..catalog.state import LakeState
+from ..read.deletes import DeletePositions, read_delete_file
 from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
 from . import catalog_rows, file_rows, inlining
 from .catalog_view import CatalogReader, CatalogView, parent_of
+from .delete_files import DeleteFileSpec
 from .inlining import InlinedRows
 from .nested_fields import NestedChange
 
@@ -49,6 +51,11 @@ class CatalogBuilder(CatalogView):
         self.inlining_overrides: dict[tuple[str, str], int] = {}
         # the limit where the catalog stores none (DuckLake.default_inlining_limit: DuckDB's ATTACH option)
         self.default_inlining_limit: int | None = None
+        # delete files written before the catalog transaction (see delete_files), kept by the transaction across
+        # attempts, and the ones this attempt needs that were not written
+        self.written_deletes: dict[DeleteFileSpec, tuple[str, int, int]] = {}
+        self.unwritten_deletes: list[DeleteFileSpec] = []
+        self.read_deletes_cache: dict[tuple[str, int], DeletePositions] = {}
 
     # statements ----------------------------------------------------------------------------------------------
     def add_rows(self, statement: tuple[str, Any]) -> None:
@@ -58,6 +65,22 @@ class CatalogBuilder(CatalogView):
 
     def add(self, sql: str, params: Any = None) -> None:
         self.statements.append((sql, params))
+
+    def delete_file(self, spec: DeleteFileSpec) -> tuple[str, int, int] | None:
+        """(path, size, footer size) of the delete file written for spec; None, noted, if none was."""
+        written = self.written_deletes.get(spec)
+        if written is None:
+            self.unwritten_deletes.append(spec)
+            return None
+        self.written_files.append(written[0])
+        return written
+
+    def read_deletes(self, path: str, begin_snapshot: int) -> DeletePositions:
+        """A delete file's positions, read once per transaction."""
+        key = (path, begin_snapshot)
+        if key not in self.read_deletes_cache:
+            self.read_deletes_cache[key] = read_delete_file(path, begin_snapshot)
+        return self.read_deletes_cache[key]
 
     def live_files(self, table_id: int) -> list[DataFile]:
         """The table's data files in the latest snapshot (read once per commit attempt)."""

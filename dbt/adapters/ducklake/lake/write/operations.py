@@ -18,20 +18,13 @@ from ..errors import (
     NoSuchTableError,
     SchemaEvolutionError,
 )
-from ..paths import delete_file_name, join_path
-from ..read.deletes import (
-    delete_row_groups,
-    merge_positions,
-    read_delete_file,
-    write_delete_file,
-    write_deletion_vector,
-    write_puffin_deletes,
-)
+from ..read.deletes import delete_row_groups, merge_positions
 from ..records import Column, ColumnStats, DataFile, TableInfo
 from . import file_rows, nested_fields
 from .builder import CatalogBuilder
 from .catalog_view import CatalogView
 from .datafiles import DataFileSpec
+from .delete_files import DeleteFileSpec
 from .inlining import take_small_insert
 from .promotions import promotion_allowed
 
@@ -431,8 +424,8 @@ class DeleteRows(Operation):
         outside = (asked < 0) | (asked >= f.record_count)
         if outside.any():
             raise DeletePositionError(f"delete positions {asked[outside][:5].tolist()} are outside data file "
-                             f"{f.data_file_id} ({f.record_count} rows)")
-        existing = read_delete_file(f.delete_file.path, f.delete_file.begin_snapshot) if f.delete_file else None
+                                      f"{f.data_file_id} ({f.record_count} rows)")
+        existing = b.read_deletes(f.delete_file.path, f.delete_file.begin_snapshot) if f.delete_file else None
         already = _sorted_unique(np.concatenate([np.asarray(existing.positions if existing else (), dtype=np.int64),
                                                  np.asarray([p for p, _ in f.inlined_deletes], dtype=np.int64)]))
         new = _sorted_unique(asked)
@@ -452,34 +445,38 @@ class DeleteRows(Operation):
         merged = merge_positions(existing, new, b.snapshot_id)
         directory = f.path.rsplit("/", 1)[0]
         vectors = (b.catalog.option("write_deletion_vectors", info.table_id, info.schema_id) or "").lower() == "true"
+        # each position's snapshot is written when the file already had deletes (1.0 style: the new file holds them
+        # all), and for a data file whose rows carry their own snapshots (a merged or flushed file): a delete file
+        # without the column makes the reference's change feed report such a row's delete at the row's insert
+        # snapshot, where a feed that already read past it never sees it
+        with_snapshots = existing is not None or f.partial_max is not None
         if vectors and existing is not None and b.db.spec.is_1_1:
             # DuckLake 1.1 keeps every snapshot's deletes in one Puffin file of cumulative vectors (time travel and
             # the change feed keep each delete's snapshot): begins at the earliest, partial_max the latest
-            path = join_path(directory, delete_file_name(deletion_vector=True))
-            size, footer = write_puffin_deletes(path, f.path, merged)
-            row = file_rows.DeleteFileRow(b.file_id(), info.table_id, min(merged.snapshots), f.data_file_id, path,
-                                          b.table_path(info), len(merged.positions), size, footer,
-                                          max(merged.snapshots), "puffin")
+            spec = DeleteFileSpec("puffin", f.path, directory, merged.positions, merged.snapshots)
         elif vectors:
             # as DuckDB writes them: every deleted position in one vector, counted from this snapshot (a vector keeps
             # no per-position snapshot), no footer
-            path = join_path(directory, delete_file_name(deletion_vector=True))
-            size, footer = write_deletion_vector(path, merged.positions), 0
+            spec = DeleteFileSpec("vector", f.path, directory, merged.positions, None)
+        else:
+            spec = DeleteFileSpec("parquet", f.path, directory, merged.positions,
+                                  merged.snapshots if with_snapshots else None)
+        written = b.delete_file(spec)
+        if written is None:
+            return  # not written yet: the commit writes it before its catalog transaction and tries again
+        path, size, footer = written
+        if spec.kind == "puffin":
+            row = file_rows.DeleteFileRow(b.file_id(), info.table_id, min(merged.snapshots), f.data_file_id, path,
+                                          b.table_path(info), len(merged.positions), size, footer,
+                                          max(merged.snapshots), "puffin")
+        elif spec.kind == "vector":
             row = file_rows.DeleteFileRow(b.file_id(), info.table_id, b.snapshot_id, f.data_file_id, path,
                                           b.table_path(info), len(merged.positions), size, footer, None, "puffin")
         else:
-            path = join_path(directory, delete_file_name())
-            # each position's snapshot is written when the file already had deletes (1.0 style: the new file holds
-            # them all), and for a data file whose rows carry their own snapshots (a merged or flushed file): a
-            # delete file without the column makes the reference's change feed report such a row's delete at the
-            # row's insert snapshot, where a feed that already read past it never sees it
-            with_snapshots = existing is not None or f.partial_max is not None
-            size, footer = write_delete_file(path, f.path, merged, with_snapshots=with_snapshots)
             row = file_rows.DeleteFileRow(
                 b.file_id(), info.table_id, min(merged.snapshots) if existing else b.snapshot_id, f.data_file_id, path,
                 b.table_path(info), len(merged.positions), size, footer, b.snapshot_id if with_snapshots else None,
                 row_group_count=delete_row_groups(len(merged.positions)))
-        b.written_files.append(path)
         b.add_rows(file_rows.delete_files(b.db.dialect, [row], b.db.spec.row_group_counts))
         if existing is not None and f.delete_file is not None:
             # 1.0 style: the new file holds every delete with its snapshot; the old row goes, its file is scheduled

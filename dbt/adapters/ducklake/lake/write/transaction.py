@@ -11,15 +11,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 import sqlalchemy as sa
 
+from ..catalog.database import CatalogDB
 from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
 from ..errors import (
     CatalogConnectionError,
     CommitConflictError,
     CommitStateUnknownError,
+    DuckLakeError,
     TransactionClosedError,
     TransactionOrderError,
 )
 from ..paths import discard_files, file_io
+from ..read.deletes import DeletePositions
 from ..records import Column, Snapshot, TableInfo, ViewInfo
 from ..types import parse_type
 from . import commit_outcome
@@ -29,6 +32,7 @@ from .catalog_view import CatalogView, ColumnIdReader
 from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
+from .delete_files import DeleteFileSpec
 from .inlining import remove_inlined_files
 
 if TYPE_CHECKING:
@@ -499,7 +503,7 @@ class Transaction:
         """
         if self._touches(source_schema, source_name):
             raise TransactionOrderError(f"{source_schema}.{source_name} was changed earlier in this transaction: clone it after "
-                             "the commit")
+                                        "the commit")
         state = self.base if snapshot is None else self.lake.snapshot(snapshot)
         source = state.table(source_schema, source_name)
         op = plan_clone(self.lake, state, source, schema, name)
@@ -567,6 +571,51 @@ class Transaction:
         it (None if unknown)."""
         db = self.lake.db
         self.lake.resolve_unknown_commits()
+        # delete files are written before the catalog transaction (the reference's order): this attempt's from the
+        # base state, a retry's from what the attempt before it found missing. Kept across attempts; the ones the
+        # landing attempt did not use are removed at the end, all of them on a definite failure
+        reads: dict[tuple[str, int], DeletePositions] = {}  # delete files read, by (path, begin snapshot)
+        written = self._write_deletes_first(db, reads)
+        used: set[str] = set()
+        try:
+            return self._attempts(db, written, reads, used)
+        except CommitStateUnknownError:
+            _discard([p for p, _, _ in written.values() if p not in used])  # the unknown attempt's stay
+            raise
+        except BaseException:
+            if self.committed is None:
+                _discard([p for p, _, _ in written.values()])
+            raise
+        finally:
+            if self.committed is not None:
+                _discard([p for p, _, _ in written.values() if p not in used])
+
+    def _write_deletes_first(self, db: CatalogDB, reads: dict[tuple[str, int], DeletePositions]
+                             ) -> dict[DeleteFileSpec, tuple[str, int, int]]:
+        """The delete files the commit needs as of the base state, written (none without staged deletes)."""
+        deletes = [op for op in self._ops if isinstance(op, ops.DeleteRows)]
+        if not deletes:
+            return {}
+        try:
+            with db.read() as conn:
+                builder = CatalogBuilder(db, conn, self.base)
+                builder.read_deletes_cache = reads
+                for op in deletes:
+                    op.apply(builder)
+        except DuckLakeError:
+            return {}  # the attempt meets the same failure inside the catalog transaction and reports it there
+        written: dict[DeleteFileSpec, tuple[str, int, int]] = {}
+        try:
+            for spec in builder.unwritten_deletes:
+                written.setdefault(spec, spec.write())
+        except BaseException:
+            _discard([p for p, _, _ in written.values()])
+            raise
+        return written
+
+    def _attempts(self, db: CatalogDB, written: dict[DeleteFileSpec, tuple[str, int, int]],
+                  reads: dict[tuple[str, int], DeletePositions],
+                  used: set[str]) -> tuple[Snapshot, CatalogBuilder | None, object | None]:
         for attempt in range(MAX_RETRIES + 1):
             builder: CatalogBuilder | None = None
             backend_pid: int | None = None
@@ -584,15 +633,32 @@ class Transaction:
                     builder = CatalogBuilder(db, conn, latest)
                     builder.inlining_overrides = {**self.lake.inlining_limits, **self._inlining_limits}
                     builder.default_inlining_limit = self.lake.default_inlining_limit
+                    builder.written_deletes = written
+                    builder.read_deletes_cache = reads
                     for op in self._ops:
                         op.apply(builder)
+                    if builder.unwritten_deletes:
+                        raise _WriteDeletesFirst
                     for sql, params in builder.finish(self.author, self.commit_message, self.commit_extra_info):
                         db.execute(conn, sql, params)
                 # committed: from here on nothing may remove a file, whatever fails
+                used.update(builder.written_files)
                 self.committed = self._snapshot(builder)
                 return self.committed, builder, db.released_token()
+            except _WriteDeletesFirst:
+                # rolled back, nothing applied: the snapshot moved on since the files were written (or the state
+                # did), so write the ones this attempt asked for, outside the catalog transaction, and try again
+                assert builder is not None
+                for spec in builder.unwritten_deletes:
+                    written.setdefault(spec, spec.write())
+                if attempt >= MAX_RETRIES:
+                    raise CommitConflictError(
+                        f"commit failed after {MAX_RETRIES} retries: other writers kept committing first") from None
+                logger.info("commit of snapshot %s: delete files written for it, retry %d of %d",
+                            builder.snapshot_id, attempt + 1, MAX_RETRIES)
             except CommitStateUnknownError as unknown:
                 assert builder is not None
+                used.update(builder.written_files)
                 tried = self._attempt(builder, backend_pid)
                 landed = commit_outcome.outcome(db, tried)
                 if landed:
@@ -600,7 +666,9 @@ class Transaction:
                                 tried.describe())
                     self.committed = self._snapshot(builder)
                     return self.committed, None, None
+                used.clear()  # not landed: its delete files may go with the others (unknown: kept, see below)
                 if landed is None:
+                    used.update(builder.written_files)
                     # keep every file: they may be live; the lake asks again before its next commit
                     self.lake.note_unknown_commit(tried)
                     raise CommitStateUnknownError(
@@ -651,9 +719,21 @@ def _adds_to(op: ops.Operation, schema: str, name: str) -> bool:
             and op.table.lower() == name.lower())
 
 
+class _WriteDeletesFirst(Exception):
+    """An attempt needs delete files that were not written before its catalog transaction (rolled back)."""
+
+
 def _remove(builder: CatalogBuilder | None) -> None:
-    # only files this attempt wrote and no catalog row references: the attempt definitely failed
+    # only files this attempt wrote inside the catalog transaction (clones' links) and no catalog row references:
+    # the attempt definitely failed. Delete files written before it stay for the next attempt (see _commit)
     if builder is not None:
+        written = {p for p, _, _ in builder.written_deletes.values()}
         for path in builder.written_files:
-            file_io(path).delete(path)
+            if path not in written:
+                file_io(path).delete(path)
+
+
+def _discard(paths: list[str]) -> None:
+    for path in paths:
+        file_io(path).delete(path)
 
