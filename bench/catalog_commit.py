@@ -6,7 +6,7 @@ For each file count N and backend, a fresh lake gets, each in one transaction wh
 - append: N more data files into that table (updates the table stats instead of inserting them);
 - delete: one row deleted from each of the first N files (N delete files, written inside the commit).
 
-Besides, `footers` times what the Spark writer does per written file before the commit (`spark.write._describe`:
+Besides, `footers` times what the Spark writer does per written file before the commit (`spark.write.write._describe`:
 footer, sizes, stats, the writer's name) over the same N files.
 
 The data files are real Parquet files (1,000 rows each, written once per N and shared by the backends) described
@@ -132,7 +132,7 @@ def one_round(run: Run, specs: list[DataFileSpec]) -> dict[str, float]:
             tx.delete_rows(SCHEMA, TABLE, f.data_file_id, [0])
         out["delete"] = timed(tx.commit)
 
-        from dbt.adapters.ducklake.spark.write import _describe
+        from dbt.adapters.ducklake.spark.write.write import _describe
 
         table = lake.snapshot().table(SCHEMA, TABLE)
         out["footers"] = timed(lambda: [_describe(spec.path, table, [], [], "field_id") for spec in specs])

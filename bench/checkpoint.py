@@ -36,9 +36,9 @@ import pyarrow as pa
 from dbt.adapters.ducklake.lake import Column, DuckLake, write_data_files
 from dbt.adapters.ducklake.lake.maintenance.checkpoint import checkpoint
 from dbt.adapters.ducklake.lake.maintenance.cleanup import rewrite_data_files
-from dbt.adapters.ducklake.spark.one_shot import create_table_as, delete_where, merge_into
-from dbt.adapters.ducklake.spark.scan import register_table
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
+from dbt.adapters.ducklake.spark.read.scan import register_table
+from dbt.adapters.ducklake.spark.write.one_shot import create_table_as, delete_where, merge_into
 from tests.support import reference
 
 AGGREGATE = "SELECT count(*), sum(amount) FROM {t} WHERE kind = 3"

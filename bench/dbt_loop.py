@@ -215,7 +215,7 @@ def run_round(work: Path, variants: list[str], args: argparse.Namespace) -> dict
                 phases[variant][phase] = run_phase(work / variant, phase, envs[variant], pythons[variant])
     finally:
         if "ducklake-warm" in variants:
-            from dbt.adapters.ducklake.spark.local_server import stop_all
+            from dbt.adapters.ducklake.spark.env.local_server import stop_all
 
             stop_all(str(work / "servers"))
     for variant in variants:

@@ -14,7 +14,7 @@ import argparse
 import json
 import time
 
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
 from tests.support.fuzz import run_sequences
 
 

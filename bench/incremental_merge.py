@@ -60,8 +60,8 @@ from pyspark.sql import functions as F
 
 from bench.spark_io import Meter, environment, run_benchmark, settle
 from dbt.adapters.ducklake.lake.lake import DuckLake
-from dbt.adapters.ducklake.spark import one_shot
-from dbt.adapters.ducklake.spark import write as lake_write
+from dbt.adapters.ducklake.spark.write import one_shot
+from dbt.adapters.ducklake.spark.write import write as lake_write
 
 SCHEMA = "main"
 UPSTREAM = "upstream"
@@ -360,7 +360,8 @@ def profiled(profile: Profile) -> Iterator[None]:
 
     from dbt.adapters.ducklake import cursor
     from dbt.adapters.ducklake.lake.write import transaction
-    from dbt.adapters.ducklake.spark import dml, names
+    from dbt.adapters.ducklake.spark.read import names
+    from dbt.adapters.ducklake.spark.write import dml
 
     targets: list[tuple[Any, str, Callable[..., str] | str]] = [
         (cursor.DuckLakeCursor, "_execute_one", _statement),

@@ -38,10 +38,10 @@ from typing import Any
 
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.maintenance.cleanup import SPARK_MANIFESTS
-from dbt.adapters.ducklake.spark import listing
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.scan import file_uri, table_sql
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
+from dbt.adapters.ducklake.spark.read import listing
+from dbt.adapters.ducklake.spark.read.names import LakeNames
+from dbt.adapters.ducklake.spark.read.scan import file_uri, table_sql
 from tests.support import reference, s3
 
 BATCH = 250
@@ -135,15 +135,15 @@ class Phases:
     """Wall time spent in the cold plan's steps (functions of the adapter's path, wrapped while active)."""
 
     STEPS = (("state", "dbt.adapters.ducklake.lake.lake", "DuckLake.advance"),
-             ("plan_scan (catalog rows of the files)", "dbt.adapters.ducklake.spark.scan", "plan_scan"),
-             ("verify (the files on storage, as listed)", "dbt.adapters.ducklake.spark.scan", "verify_scan"),
-             ("gather_deletes (read delete files)", "dbt.adapters.ducklake.spark.manifest", "gather_deletes"),
-             ("materialize (links + deletes file)", "dbt.adapters.ducklake.spark.manifest", "_materialize"),
-             ("spark_table (catalog tables)", "dbt.adapters.ducklake.spark.manifest", "spark_table"),
-             ("listing (S3: logs, maps, catalog tables)", "dbt.adapters.ducklake.spark.listing", "prepare"),
-             ("first_read (data source table)", "dbt.adapters.ducklake.spark.first_read", "table_sql"),
-             ("inlined rows", "dbt.adapters.ducklake.spark.scan", "_inlined_sql"),
-             ("create_view (Spark analysis, listing)", "dbt.adapters.ducklake.spark.names", "create_view"))
+             ("plan_scan (catalog rows of the files)", "dbt.adapters.ducklake.spark.read.scan", "plan_scan"),
+             ("verify (the files on storage, as listed)", "dbt.adapters.ducklake.spark.read.scan", "verify_scan"),
+             ("gather_deletes (read delete files)", "dbt.adapters.ducklake.spark.read.manifest", "gather_deletes"),
+             ("materialize (links + deletes file)", "dbt.adapters.ducklake.spark.read.manifest", "_materialize"),
+             ("spark_table (catalog tables)", "dbt.adapters.ducklake.spark.read.manifest", "spark_table"),
+             ("listing (S3: logs, maps, catalog tables)", "dbt.adapters.ducklake.spark.read.listing", "prepare"),
+             ("first_read (data source table)", "dbt.adapters.ducklake.spark.read.first_read", "table_sql"),
+             ("inlined rows", "dbt.adapters.ducklake.spark.read.scan", "_inlined_sql"),
+             ("create_view (Spark analysis, listing)", "dbt.adapters.ducklake.spark.read.names", "create_view"))
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -161,7 +161,7 @@ class Phases:
 
             def wrapped(*a: Any, _orig: Any = orig, _label: str = label, **k: Any) -> Any:
                 if threading.current_thread() is not threading.main_thread():
-                    return _orig(*a, **k)  # a background manifest build (spark/first_read.py): not the plan's time
+                    return _orig(*a, **k)  # a background manifest build (spark/read/first_read.py): not the plan's time
                 t = time.perf_counter()
                 try:
                     return _orig(*a, **k)
@@ -184,7 +184,7 @@ def forget_process_caches(spark: Any) -> None:
     """As a new process sees the lake: no cached delete positions, no Spark tables over manifests (the manifest
     directories on disk stay: built by an earlier process)."""
     from dbt.adapters.ducklake.lake.read import file_checks
-    from dbt.adapters.ducklake.spark import manifest
+    from dbt.adapters.ducklake.spark.read import manifest
 
     file_checks.forget()  # every file is looked at again
     with manifest._lock:
@@ -221,7 +221,7 @@ class S3Store:
                             aws_secret_access_key=self.server.secret, region_name=self.server.region)
 
     def spark_conf(self) -> dict[str, str]:
-        from dbt.adapters.ducklake.spark import s3a
+        from dbt.adapters.ducklake.spark.env import s3a
 
         keys = self.server.profile_keys()
         return {**s3a.connector_conf({}, "local[2]"),
@@ -325,7 +325,7 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
             return names
 
         first_plan("plan_adapter_cold")
-        from dbt.adapters.ducklake.spark import first_read
+        from dbt.adapters.ducklake.spark.read import first_read
 
         first_read.wait_for_builds()  # the manifest the first reader's statement started building in the background
         forget_process_caches(spark)
@@ -352,7 +352,7 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
         except Exception as e:  # noqa: BLE001 - the failure at this size is a figure too
             out["plan_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             return out
-        # as the adapter plans a statement (spark/names): the state and the view SQL cached while the table is
+        # as the adapter plans a statement (spark/read/names): the state and the view SQL cached while the table is
         # unchanged, at the same snapshot and after another writer's commit to an unrelated table
         names.refresh([("main", "events")])
         out["plan_adapter_same_snapshot_s"], _ = timed(lambda: names.refresh([("main", "events")]), repeat)
@@ -390,7 +390,7 @@ def run(n_files: int, repeat: int, workdir: str | None = None, method: str = "au
             print(json.dumps({"partial": {k: v for k, v in out.items() if k.startswith(name)}}), flush=True)
         # as dbt models get them: the statement through the adapter's query path (count(*) from the catalog,
         # files pruned by their statistics)
-        from dbt.adapters.ducklake.spark.read_pruning import pruned_reads
+        from dbt.adapters.ducklake.spark.answer.read_pruning import pruned_reads
 
         def via_adapter(q: str) -> list[Any]:
             st = lake.snapshot()

@@ -177,7 +177,8 @@ def install(rec: Recorder, spark_jobs: Callable[[], int]) -> Patches:
     from dbt.adapters.ducklake.lake import lake
     from dbt.adapters.ducklake.lake.catalog import database as catalog
     from dbt.adapters.ducklake.lake.catalog import state
-    from dbt.adapters.ducklake.spark import names, scan, staged_reads, work, write
+    from dbt.adapters.ducklake.spark.read import names, scan
+    from dbt.adapters.ducklake.spark.write import staged_reads, work, write
 
     _ = (change_feed, staged_reads)  # imported so that their names of table_sql are found and replaced
     p = Patches()

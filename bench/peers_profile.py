@@ -3,12 +3,12 @@ step's Spark jobs from the event log (start, duration, tasks, call site).
 
 One process, one SparkSession (`local[2]`, 2 shuffle partitions): a target of `--rows` rows (CTAS), copied per round,
 then the four merges into the copy (1 % clustered, 1 % uniform, 100,000 rows clustered, uniform), `dbt`'s statement
-(`UPDATE SET *`, `INSERT *` on `id`). With `--baseline-dml PATH` (another version of `spark/dml.py`), each round
+(`UPDATE SET *`, `INSERT *` on `id`). With `--baseline-dml PATH` (another version of `spark/write/dml.py`), each round
 runs the merges with that module's `stage_merge` and then with this one's, on copies of the same target, so the two
 are compared paired under the same load. Each round ends with a check
 (count and sums of the target), equal for every variant.
 
-    git show main:dbt/adapters/ducklake/spark/dml.py > /tmp/base_dml.py
+    git show main:dbt/adapters/ducklake/spark/write/dml.py > /tmp/base_dml.py
     .venv/bin/python -m bench.peers_profile --rows 1000000 --rounds 2 --baseline-dml /tmp/base_dml.py
 """
 
@@ -27,13 +27,13 @@ from typing import Any
 
 from bench.peers import FIXED_MERGE_ROWS, merge_source
 from dbt.adapters.ducklake.lake.lake import DuckLake
-from dbt.adapters.ducklake.spark import dml, one_shot
-from dbt.adapters.ducklake.spark.scan import register_table
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
+from dbt.adapters.ducklake.spark.read.scan import register_table
+from dbt.adapters.ducklake.spark.write import dml, one_shot
 
 
 def baseline_stage_merge(path: str) -> Callable[..., Any]:
-    """stage_merge of another copy of spark/dml.py, loaded beside this one (its imports resolve to this package)."""
+    """stage_merge of another copy of spark/write/dml.py, loaded beside this one (its imports resolve to this package)."""
     name = "dbt.adapters.ducklake.spark._baseline_dml"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -65,7 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=2, help="the first round warms the JVM")
-    ap.add_argument("--baseline-dml", help="spark/dml.py of another checkout, run paired with this one")
+    ap.add_argument("--baseline-dml", help="spark/write/dml.py of another checkout, run paired with this one")
     ap.add_argument("--workdir", help="kept afterwards (default: a temporary directory, removed)")
     a = ap.parse_args()
     work = Path(a.workdir or tempfile.mkdtemp(prefix="peers-profile-"))

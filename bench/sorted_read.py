@@ -29,10 +29,10 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.read_pruning import pruned_reads
-from dbt.adapters.ducklake.spark.session import build_session
-from dbt.adapters.ducklake.spark.write import stage_create_table_as
+from dbt.adapters.ducklake.spark.answer.read_pruning import pruned_reads
+from dbt.adapters.ducklake.spark.env.session import build_session
+from dbt.adapters.ducklake.spark.read.names import LakeNames
+from dbt.adapters.ducklake.spark.write.write import stage_create_table_as
 from tests.support import reference
 
 KEYS = 1_000_000_000

@@ -10,7 +10,7 @@ Two ratios, each baseline_time / lake_time on medians (1.0 = no overhead; the ta
 Every run records wall time and CPU time (the Spark JVM's, read from /proc, plus this Python process's, which
 holds the driver-side work and the in-process DuckDB catalog): on a shared machine, CPU time is the steadier measure.
 
-The lake writes are instrumented (module functions of `spark.write` are wrapped while the benchmark runs, nothing is
+The lake writes are instrumented (module functions of `spark.write.write` are wrapped while the benchmark runs, nothing is
 changed in the library) so the report breaks a lake write into phases: begin (transaction, staged table), conform,
 Spark's write job, listing, footer reads, moves, the rest of `write_files`, and the catalog commit.
 
@@ -38,10 +38,10 @@ from pyspark.sql.readwriter import DataFrameWriter
 
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.write.transaction import Transaction
-from dbt.adapters.ducklake.spark import one_shot
-from dbt.adapters.ducklake.spark import write as lake_write
-from dbt.adapters.ducklake.spark.scan import file_uri, register_table
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
+from dbt.adapters.ducklake.spark.read.scan import file_uri, register_table
+from dbt.adapters.ducklake.spark.write import one_shot
+from dbt.adapters.ducklake.spark.write import write as lake_write
 
 SCHEMA = "main"
 SCAN_TABLE = "scan_src"
@@ -51,7 +51,7 @@ QUERIES: dict[str, str] = {
     "scan_full": "SELECT count(*), sum(a), sum(b), sum(c), sum(length(s)), max(d), max(ts) FROM {rel}",
     "scan_filtered": "SELECT count(*), sum(c), max(s) FROM {rel} WHERE a BETWEEN {lo} AND {hi}",
 }
-# what the lake write's wrappers time, by the name of the wrapped function of spark/write.py
+# what the lake write's wrappers time, by the name of the wrapped function of spark/write/write.py
 WRAPPED = {"write_files": "write_files", "conform": "conform", "_written_files": "list",
            "_describe": "footers", "_move": "move"}
 
@@ -96,7 +96,7 @@ class Phases:
 
 @contextlib.contextmanager
 def instrumented(phases: Phases) -> Iterator[None]:
-    """Wrap spark/write.py's phase functions and DataFrameWriter.parquet (Spark's write job) with timers."""
+    """Wrap spark/write/write.py's phase functions and DataFrameWriter.parquet (Spark's write job) with timers."""
     saved = {name: getattr(lake_write, name) for name in WRAPPED}
     saved_parquet = DataFrameWriter.parquet
     saved_commit = Transaction.commit

@@ -74,8 +74,8 @@ fi
 
 
 step "Spark's S3 connector (hadoop-aws + AWS SDK bundle, for data paths on s3://; cached, offline once there)"
-# versions and cache directory come from the package itself (spark/s3a.py), so the adapter finds what this installs
-mapfile -t S3A < <(.venv/bin/python -m dbt.adapters.ducklake.spark.s3a coordinates)
+# versions and cache directory come from the package itself (spark/env/s3a.py), so the adapter finds what this installs
+mapfile -t S3A < <(.venv/bin/python -m dbt.adapters.ducklake.spark.env.s3a coordinates)
 JARS_DIR=${S3A[0]}
 missing=()
 for coord in "${S3A[@]:1}"; do
@@ -102,8 +102,8 @@ else
 fi
 
 step "Spark driver class archive (faster JVM start for every dbt run; ~1 min once per JDK and Spark install)"
-# see dbt/adapters/ducklake/spark/class_archive.py; a failure here only means drivers start the slower way
-if .venv/bin/python -m dbt.adapters.ducklake.spark.class_archive build >.venv/class-archive.log 2>&1; then
+# see dbt/adapters/ducklake/spark/env/class_archive.py; a failure here only means drivers start the slower way
+if .venv/bin/python -m dbt.adapters.ducklake.spark.env.class_archive build >.venv/class-archive.log 2>&1; then
     grep '^class archive' .venv/class-archive.log || true
 else
     echo "class archive not built (see .venv/class-archive.log): Spark drivers start without it"

@@ -188,7 +188,7 @@ def test_no_private_members_of_other_objects() -> None:
 
 def test_the_walker_sees_the_package() -> None:
     graph = _graph()
-    assert f"{PACKAGE}.lake.write.transaction" in graph[f"{PACKAGE}.spark.work"]
+    assert f"{PACKAGE}.lake.write.transaction" in graph[f"{PACKAGE}.spark.write.work"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 from tests.support.cluster_rig import KEY_ID, SECRET, WORKERS, Rig, cluster_rig
 from tests.support.coverage import FULL
 

@@ -176,7 +176,7 @@ class TestGeometryVariantAndSchemaChange:
 
 class TestGeometryVariantOnRemoteStorage(TestGeometryVariantAndSchemaChange):
     """The same models with every data file taken as remote (as on s3://, which the driver does not open): DuckDB's
-    GEOMETRY / VARIANT files are read through copies Spark makes from their bytes (spark/remote_readable.py);
+    GEOMETRY / VARIANT files are read through copies Spark makes from their bytes (spark/read/remote_readable.py);
     geo_others selects only the other columns."""
 
     @pytest.fixture(autouse=True)

@@ -1,8 +1,8 @@
 """dbt data tests whose filter the lake's statistics prove matches no row (a not_null test on a column with no NULL
-in any file, no inlined row) are answered without reading the table (spark/read_pruning.py), through a view model
+in any file, no inlined row) are answered without reading the table (spark/answer/read_pruning.py), through a view model
 too, and a NULL that another writer adds later, in a file or inlined, still fails them with the right count. The
 generic tests that must read values (unique, accepted_values, relationships) count small tables' rows on the driver
-(spark/small_counts.py): their failures are DuckDB's counts."""
+(spark/answer/small_counts.py): their failures are DuckDB's counts."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from dbt.tests.util import run_dbt
 from tests.support import reference
 
 # batch 0: ids 0..299,999 in three files (one per Spark partition, disjoint id ranges; more rows than a result the
-# driver collects and writes as one file: spark/local_write.SMALL_RESULT_ROWS); later batches: vars
+# driver collects and writes as one file: spark/write/local_write.SMALL_RESULT_ROWS); later batches: vars
 MERGE_MODEL = """
 {{ config(materialized='incremental', unique_key='id') }}
 {% set b = var('batch', 0) %}

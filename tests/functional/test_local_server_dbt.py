@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import local_server
+from dbt.adapters.ducklake.spark.env import local_server
 from tests.support import reference
 from tests.support.local_servers import servers_root, wait_for
 from tests.support.spark_cluster import ChildResult, run_python
@@ -42,7 +42,7 @@ def write_project(root: Path, who: str, idle_timeout: int) -> Path:
                         f"      catalog: {lake}/metadata.ducklake\n      data_path: {lake}/data/\n      schema: main\n"
                         f"      master: local-server[1]\n      server_idle_timeout: {idle_timeout}\n      threads: 1\n",
     }
-    if who == "B":  # a seed: written by the driver without a Spark job on the server too (spark/local_write)
+    if who == "B":  # a seed: written by the driver without a Spark job on the server too (spark/write/local_write)
         files["seeds/s.csv"] = "id,name,ts\n1,x,2024-03-10 02:30:00\n2,,\n"
     for name, text in files.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)

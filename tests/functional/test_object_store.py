@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 from tests.support import s3
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 from tests.support import s3
 from tests.support.coverage import FULL
 from tests.support.s3_faults import FaultProxy, fault_proxy

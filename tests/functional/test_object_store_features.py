@@ -30,7 +30,7 @@ import pytest
 
 from dbt.adapters.ducklake.apply import CLONE_KINDS
 from dbt.adapters.ducklake.lake.storage import ObjectStoreConfig, S3FileIO
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 from tests.functional.test_column_types import GEO_COPY, SOURCES, _utc
 from tests.support import s3
 from tests.support.coverage import FULL

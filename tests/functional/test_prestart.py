@@ -12,7 +12,7 @@ import pytest
 from dbt.adapters.ducklake import runtime
 from dbt.adapters.ducklake.credentials import DuckLakeCredentials
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark.session import LazySession
+from dbt.adapters.ducklake.spark.env.session import LazySession
 
 
 def _creds(tmp_path: Path, **extra: object) -> DuckLakeCredentials:

@@ -1,5 +1,5 @@
 """A DuckDB-written table of 150 small files on S3 (moto's server on loopback), with delete files, an
-inlined delete and inlined rows, read by the adapter through a listing (spark/listing.py): its rows equal DuckDB's at
+inlined delete and inlined rows, read by the adapter through a listing (spark/read/listing.py): its rows equal DuckDB's at
 the newest snapshot and at one before the deletes, DML locators give DuckDB's row ids, and the view's SQL does not
 grow with the file count (no per-file branch, path or literal).
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 from tests.support import s3
 from tests.support.coverage import FULL
 
@@ -32,7 +32,7 @@ import json, sys
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.storage import ObjectStoreConfig, configure_object_store
 from dbt.adapters.ducklake.spark import first_read, s3a, scan
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
 
 a = json.loads(sys.argv[1])
 keys = dict(key_id=a["key_id"], secret=a["secret"], region=a["region"], endpoint=a["endpoint"], url_style="path",

@@ -11,7 +11,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import local_write
+from dbt.adapters.ducklake.spark.write import local_write
 from tests.support import reference
 
 SORTED = """{{ config(materialized='table', sorted_by=['k desc nulls first', 'id'], parquet_compression='zstd',

@@ -1,8 +1,8 @@
-"""dbt commands whose nodes need no Spark start none: the embedded session is lazy (spark/session.LazySession), and
+"""dbt commands whose nodes need no Spark start none: the embedded session is lazy (spark/env/session.LazySession), and
 `seed` and `test` do not prestart it.
 
 - `dbt test` whose data tests the catalog's statistics or the driver answer: the answers' rows of literals are computed
-  on the driver (spark/literal_row.py); pass/fail counts are DuckDB's. A test that needs Spark in the same kind of
+  on the driver (spark/answer/literal_row.py); pass/fail counts are DuckDB's. A test that needs Spark in the same kind of
   run starts it then, from one of dbt's threads, and gets DuckDB's count too.
 - `dbt seed` of dbt's inferred types: values converted on the driver (seeds.seed_arrow). DuckDB reads the same rows
   and types as from the same CSV loaded through Spark's casts (a column_types override that Spark casts), which

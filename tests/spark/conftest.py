@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.ducklake.spark.session import build_session
+from dbt.adapters.ducklake.spark.env.session import build_session
 
 
 @pytest.fixture(scope="session")

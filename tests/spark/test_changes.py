@@ -6,8 +6,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import scan
-from dbt.adapters.ducklake.spark.changes import table_changes
+from dbt.adapters.ducklake.spark.read import scan
+from dbt.adapters.ducklake.spark.read.changes import table_changes
 from dbt.adapters.ducklake.spark.types import spark_schema
 from tests.conftest import reference_lake_of
 from tests.lake.compare import arrow_rows, plain_rows

@@ -1,4 +1,4 @@
-"""The driver's class-data-sharing archive (spark/class_archive.py): built, verified, mapped by new drivers, and never
+"""The driver's class-data-sharing archive (spark/env/class_archive.py): built, verified, mapped by new drivers, and never
 given to a driver when it could crash it."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark import class_archive as ca
+from dbt.adapters.ducklake.spark.env import class_archive as ca
 
 # a child process: a driver started as the adapter starts it, logging where each class came from; it prints the
 # source of SparkSession's class and a query's answer
 _CHILD = textwrap.dedent("""
     import sys
-    from dbt.adapters.ducklake.spark.session import build_session
+    from dbt.adapters.ducklake.spark.env.session import build_session
     spark = build_session("local[1]", "archive-test", {"spark.ui.enabled": "false",
                           "spark.driver.extraJavaOptions": "-Xlog:class+load=info:file=" + sys.argv[1]},
                           log_file=sys.argv[2])

@@ -8,8 +8,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import scan
-from dbt.adapters.ducklake.spark.one_shot import delete_where
+from dbt.adapters.ducklake.spark.read import scan
+from dbt.adapters.ducklake.spark.write.one_shot import delete_where
 from tests.lake.test_clone import SOURCE, _clone, _duck, _rows
 from tests.support.invariants import violations
 from tests.support.reference_lakes import sort_rows

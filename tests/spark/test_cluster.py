@@ -36,8 +36,9 @@ def _workload(master: str, root: str) -> dict:
     from pyspark.sql import functions as F
 
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.spark import one_shot, scan
-    from dbt.adapters.ducklake.spark.session import build_session
+    from dbt.adapters.ducklake.spark.env.session import build_session
+    from dbt.adapters.ducklake.spark.read import scan
+    from dbt.adapters.ducklake.spark.write import one_shot
 
     started = time.monotonic()
     timings: dict[str, float] = {}

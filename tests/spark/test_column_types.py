@@ -14,8 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, paths
-from dbt.adapters.ducklake.spark import changes, one_shot, remote_readable, scan
-from dbt.adapters.ducklake.spark.scan import read_table
+from dbt.adapters.ducklake.spark.read import changes, remote_readable, scan
+from dbt.adapters.ducklake.spark.read.scan import read_table
+from dbt.adapters.ducklake.spark.write import one_shot
 from tests.support.reference import attached
 
 # name -> (DuckDB column type, values); each table is (id INTEGER, v <type>)
@@ -109,7 +110,7 @@ def test_each_type_reads_as_documented_and_copies_back(spark: SparkSession, sour
 
 # "footer": every file read by the footer-based path (name-mapped files, remote storage), with its own explicit schema;
 # "remote": every file taken as remote (as s3:// would be): the footer-based path, and files Spark cannot open (DuckDB's
-# GEOMETRY / VARIANT) read through copies Spark makes from their bytes (spark/remote_readable.py), not the driver
+# GEOMETRY / VARIANT) read through copies Spark makes from their bytes (spark/read/remote_readable.py), not the driver
 READERS = pytest.mark.parametrize("reader", ["manifest", "footer", "remote"])
 
 
@@ -192,7 +193,7 @@ def test_a_value_that_is_not_of_the_type_fails_the_write(spark: SparkSession, tm
 
 
 # GEOMETRY and VARIANT: DuckDB 1.5.5 writes them with Parquet logical types Spark 4.0 cannot open (read through
-# copies, spark/readable.py); values as DuckDB prints them: WKT (g::VARCHAR) and JSON (v::JSON)
+# copies, spark/read/readable.py); values as DuckDB prints them: WKT (g::VARCHAR) and JSON (v::JSON)
 GEOMETRIES = ["'POINT(1 2)'", "'POINT Z (1 2 3)'", "'POINT EMPTY'", "'LINESTRING(0 0, 1.5 -2e-7)'",
               "'POLYGON((0 0, 1 0, 1 1, 0 0), (0.1 0.1, 0.2 0.1, 0.2 0.2, 0.1 0.1))'", "'MULTIPOINT(1 2, 3 4)'",
               "'MULTIPOLYGON(((0 0, 1 0, 1 1, 0 0)), EMPTY)'", "'GEOMETRYCOLLECTION(POINT(1 2), LINESTRING(0 0, 1 1))'",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark.session import REQUIRED_CONF
+from dbt.adapters.ducklake.spark.env.session import REQUIRED_CONF
 from tests.support import reference
 from tests.support.spark_cluster import ConnectServer, connect_server, run_python
 
@@ -60,8 +60,9 @@ def _workload(url: str, root: str) -> dict:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.spark import changes, one_shot, scan
-    from dbt.adapters.ducklake.spark.session import apply_required_conf
+    from dbt.adapters.ducklake.spark.env.session import apply_required_conf
+    from dbt.adapters.ducklake.spark.read import changes, scan
+    from dbt.adapters.ducklake.spark.write import one_shot
 
     started = time.monotonic()
     timings: dict[str, float] = {}

@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.lake.read.changes import read_changes
-from dbt.adapters.ducklake.spark import scan
-from dbt.adapters.ducklake.spark.one_shot import delete_where
+from dbt.adapters.ducklake.spark.read import scan
+from dbt.adapters.ducklake.spark.write.one_shot import delete_where
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations
@@ -88,7 +88,7 @@ UPDATE_CASES = [
 @pytest.mark.parametrize(("scenario", "schema", "table", "updates"), UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
 def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
                             updates: list, deletes: str) -> None:
-    from dbt.adapters.ducklake.spark.one_shot import update_where
+    from dbt.adapters.ducklake.spark.write.one_shot import update_where
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     build(ours, f"{tmp_path}/ours_data/", scenario)
@@ -121,7 +121,7 @@ def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str
 
 
 def test_insert_overwrite_and_truncate_like_duckdb(spark: SparkSession, tmp_path: object) -> None:
-    from dbt.adapters.ducklake.spark.one_shot import insert_overwrite, truncate
+    from dbt.adapters.ducklake.spark.write.one_shot import insert_overwrite, truncate
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     for catalog, data in ((ours, "ours_data"), (theirs, "theirs_data")):
@@ -157,7 +157,7 @@ def test_insert_overwrite_and_truncate_like_duckdb(spark: SparkSession, tmp_path
 
 
 def test_dynamic_partition_overwrite(spark: SparkSession, catalog_url: str, data_path: str) -> None:
-    from dbt.adapters.ducklake.spark.one_shot import create_table_as, insert_overwrite
+    from dbt.adapters.ducklake.spark.write.one_shot import create_table_as, insert_overwrite
 
     lake = DuckLake.create(catalog_url, data_path)
     df = spark.sql("SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE NULL END AS cat "
@@ -179,7 +179,7 @@ def test_dynamic_partition_overwrite(spark: SparkSession, catalog_url: str, data
 def _twin_lakes(spark: SparkSession, tmp_path: object, rows: object) -> dict[str, str]:
     """Two lakes ("ours", "theirs") each with table main.t of these rows, written alike: one for our DML, one for
     DuckDB's."""
-    from dbt.adapters.ducklake.spark.one_shot import create_table_as
+    from dbt.adapters.ducklake.spark.write.one_shot import create_table_as
 
     lakes = {}
     for name in ("ours", "theirs"):
@@ -203,8 +203,8 @@ def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
 ])
 def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, path: str, deletes: str,
                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from dbt.adapters.ducklake.spark import dml
-    from dbt.adapters.ducklake.spark.one_shot import merge_into
+    from dbt.adapters.ducklake.spark.write import dml
+    from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 
     if path == "passes":
         monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)
@@ -260,9 +260,9 @@ def test_merge_with_values_from_the_source_joins_its_keys_only_like_duckdb(spark
     the target join carries the source's keys and row numbers only, and the updated rows are made from the source by
     row number. The result is DuckDB's MERGE on an identical lake, updated rows keeping their row ids; a target row
     matched by two source rows is still refused."""
-    from dbt.adapters.ducklake.spark import dml
-    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError
-    from dbt.adapters.ducklake.spark.one_shot import merge_into
+    from dbt.adapters.ducklake.spark.write import dml
+    from dbt.adapters.ducklake.spark.write.dml import MergeCardinalityError
+    from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 
     rows = "SELECT id, concat('k', id % 3) AS `Key 2`, concat('v', id) AS v, id / 4.0D AS n FROM range(0, 3000)"
     lakes = _twin_lakes(spark, tmp_path, spark.sql(rows).repartition(3))
@@ -314,8 +314,8 @@ def test_merge_reads_the_target_once_like_duckdb(spark: SparkSession, tmp_path: 
     """dbt's merge (UPDATE SET *, INSERT *) into a table with deleted rows: the target is read by the one join that
     finds the matched rows; the updated and the inserted rows are made from the kept matches and the source, whose
     plans read no target file again. The result is DuckDB's MERGE on an identical lake."""
-    from dbt.adapters.ducklake.spark import dml, write
-    from dbt.adapters.ducklake.spark.one_shot import merge_into
+    from dbt.adapters.ducklake.spark.write import dml, write
+    from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 
     lakes = _twin_lakes(spark, tmp_path, spark.sql("SELECT id, id % 7 AS kind, id * 3 AS amount FROM range(0, 2000)"
                                                    ).repartition(2))
@@ -358,8 +358,8 @@ def test_merge_reads_the_target_once_like_duckdb(spark: SparkSession, tmp_path: 
 ])
 def test_merge_with_duplicate_source_keys_fails_and_changes_nothing(spark: SparkSession, tmp_path: object,
                                                                     on: str) -> None:
-    from dbt.adapters.ducklake.spark.dml import MergeCardinalityError, matched_by_keys_alone
-    from dbt.adapters.ducklake.spark.one_shot import merge_into
+    from dbt.adapters.ducklake.spark.write.dml import MergeCardinalityError, matched_by_keys_alone
+    from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 
     assert matched_by_keys_alone(on) == ("s.v" not in on)
 
@@ -397,11 +397,11 @@ def test_merge_by_a_narrow_key_range_like_duckdb(spark: SparkSession, tmp_path: 
     source key is NULL (the filter is `false`: nothing matches, every source row is inserted)."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.ducklake.spark import local_write, write
-    from dbt.adapters.ducklake.spark.dml import key_range_sql
-    from dbt.adapters.ducklake.spark.one_shot import merge_into
+    from dbt.adapters.ducklake.spark.write import local_write, write
+    from dbt.adapters.ducklake.spark.write.dml import key_range_sql
+    from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 
-    for bound in ("min", "max"):  # spark/write_layout: row groups cut at each check of the buffered bytes
+    for bound in ("min", "max"):  # spark/write/write_layout: row groups cut at each check of the buffered bytes
         monkeypatch.setitem(write._WRITER_OPTIONS, f"parquet.page.size.row.check.{bound}", "2048")
     monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", -1)  # Spark's writer (row groups), not the driver's
     rows = "SELECT id, lpad(CAST(id AS STRING), 6, '0') AS k, concat('v', id) AS v FROM range(0, 20000)"
@@ -445,7 +445,7 @@ def test_update_and_merge_of_lists_and_maps_keep_row_ids_like_duckdb(spark: Spar
     after the same statements, updated rows keeping their row ids; the change feed is DuckDB's."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.ducklake.spark.one_shot import merge_into, update_where
+    from dbt.adapters.ducklake.spark.write.one_shot import merge_into, update_where
 
     rows = ("SELECT CAST(id AS INT) AS id, array('a', CAST(id AS STRING)) AS tags, map('k', id) AS m, "
             "named_struct('l', array(id, id + 1), 'x', id) AS s FROM range(6)")

@@ -1,4 +1,4 @@
-"""The first reader of a many-file table reads through the catalog's file list (spark/first_read.py), while the
+"""The first reader of a many-file table reads through the catalog's file list (spark/read/first_read.py), while the
 manifest is built in the background; after it the manifest is read. Both give DuckDB's rows at every snapshot on a
 DuckDB-written table with deletes (rewritten), an update, a column added with a default, a widened column, inlined
 rows and an inlined delete of a file row."""
@@ -16,9 +16,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import first_read, manifest
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.scan import register_at, table_sql
+from dbt.adapters.ducklake.spark.read import first_read, manifest
+from dbt.adapters.ducklake.spark.read.names import LakeNames
+from dbt.adapters.ducklake.spark.read.scan import register_at, table_sql
 from dbt.adapters.ducklake.spark.types import spark_schema
 from tests.support import reference
 

@@ -1,4 +1,4 @@
-"""Rows of literals computed on the driver (spark/literal_row.py) are Spark's own: same column names, same types,
+"""Rows of literals computed on the driver (spark/answer/literal_row.py) are Spark's own: same column names, same types,
 same values, for dbt's data-test wrapper with default and configured thresholds; other shapes are left to Spark.
 A LazySession stands for its session and starts it only when used."""
 
@@ -10,9 +10,9 @@ import pytest
 import sqlglot
 from pyspark.sql import SparkSession
 
-from dbt.adapters.ducklake.spark.literal_row import literal_row
-from dbt.adapters.ducklake.spark.read_pruning import ONE_ROW
-from dbt.adapters.ducklake.spark.session import LazySession, cancel_tagged, is_classic, tag_jobs
+from dbt.adapters.ducklake.spark.answer.literal_row import literal_row
+from dbt.adapters.ducklake.spark.answer.read_pruning import ONE_ROW
+from dbt.adapters.ducklake.spark.env.session import LazySession, cancel_tagged, is_classic, tag_jobs
 
 ANSWERED = [
     # dbt's default wrapper: count(*) != 0 for warn and error

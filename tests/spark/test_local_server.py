@@ -1,4 +1,4 @@
-"""The warm local server (`spark/local_server.py`, a driver JVM joined through Py4J): started on first use, shared
+"""The warm local server (`spark/env/local_server.py`, a driver JVM joined through Py4J): started on first use, shared
 by later and concurrent processes, kept while a process uses it, stopped when idle, replaced when killed; each
 process has its own session on it, and cancels and leaves without touching the others' work.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark import local_server
+from dbt.adapters.ducklake.spark.env import local_server
 from tests.support.local_servers import servers_root, wait_for
 from tests.support.spark_cluster import REPO_ROOT, run_python
 
@@ -32,7 +32,7 @@ CLIENT_TIMEOUT = 400.0  # a first attach starts a JVM: 20-60 s on the shared 2-c
 CLIENT = """
 import json, os, sys, time
 from dbt.adapters.ducklake.spark import local_server
-from dbt.adapters.ducklake.spark.session import gateway_session
+from dbt.adapters.ducklake.spark.env.session import gateway_session
 scope, root, idle, hold = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 print(json.dumps({"begin": time.time()}), flush=True)
 server = local_server.attach(scope, "test " + scope, "local[1]", {"spark.sql.shuffle.partitions": "2"},
@@ -135,7 +135,7 @@ def test_server_directory_is_per_scope_and_settings(tmp_path: Path) -> None:
 SHARER = """
 import json, os, sys, threading, time
 from dbt.adapters.ducklake.spark import local_server
-from dbt.adapters.ducklake.spark.session import cancel_all, gateway_session, is_classic, leave_gateway, tag_jobs
+from dbt.adapters.ducklake.spark.env.session import cancel_all, gateway_session, is_classic, leave_gateway, tag_jobs
 scope, root, me, mode, go = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 server = local_server.attach(scope, "test " + scope, "local[2]", {}, idle_timeout=60, root=root)
 spark = gateway_session(server.port, server.token, {"spark.sql.shuffle.partitions": "3"})

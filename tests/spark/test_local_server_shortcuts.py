@@ -1,6 +1,6 @@
 """A local Spark Connect server (`local_server` kind "connect") takes the classic session's shortcuts: seeds written
-by the driver without a Spark job (spark/local_write), no view re-registration at a commit (spark/names:
-`LakeNames.invalidate`), and read pruning (spark/read_pruning: derived tables instead of temporary views).
+by the driver without a Spark job (spark/write/local_write), no view re-registration at a commit (spark/read/names:
+`LakeNames.invalidate`), and read pruning (spark/answer/read_pruning: derived tables instead of temporary views).
 
 A process holds either a classic SparkSession or a Connect one: each Connect client is a child process (`python -m
 tests.spark.test_local_server_shortcuts <workload> <args json>`, see `WORKLOADS`) attached to the module's server
@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.seeds import seed_dataframe
-from dbt.adapters.ducklake.spark.work import LakeWork
+from dbt.adapters.ducklake.spark.write.work import LakeWork
 from tests.spark.test_read_pruning import PRUNED, SETUP, UNPRUNED
 from tests.support import reference
 from tests.support.invariants import violations
@@ -58,8 +58,8 @@ ROWS = [
 
 def _session(root: str) -> tuple[Any, str]:
     """A Connect session on the module's server, and the server's URL."""
-    from dbt.adapters.ducklake.spark import local_server
-    from dbt.adapters.ducklake.spark.session import connect_session, is_classic
+    from dbt.adapters.ducklake.spark.env import local_server
+    from dbt.adapters.ducklake.spark.env.session import connect_session, is_classic
 
     server = local_server.attach(SCOPE, f"test {SCOPE}", "local[1]", {"spark.sql.shuffle.partitions": "2"},
                                  idle_timeout=600, root=root, kind="connect")
@@ -89,8 +89,8 @@ def _names(root: str, catalog: str) -> dict:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from dbt.adapters.ducklake.spark.names import LakeNames
-    from dbt.adapters.ducklake.spark.session import apply_required_conf, connect_session
+    from dbt.adapters.ducklake.spark.env.session import apply_required_conf, connect_session
+    from dbt.adapters.ducklake.spark.read.names import LakeNames
 
     a, url = _session(root)
     b = ConnectSession.builder.remote(url).create()  # a session of its own on the same server
@@ -139,8 +139,8 @@ def _pruning(root: str, catalog: str, result: str) -> dict:
     """Each query pruned (files that must not be read are away), fetched after the block; Spark's unpruned answer;
     a dbt-like temporary view of a pruned query read after the block; the catalog-answered aggregates with the
     files away."""
-    from dbt.adapters.ducklake.spark.names import LakeNames
-    from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
+    from dbt.adapters.ducklake.spark.answer.read_pruning import prune_query, pruned_reads
+    from dbt.adapters.ducklake.spark.read.names import LakeNames
     from tests.spark.test_pruning import _only_files
 
     spark, _ = _session(root)

@@ -1,5 +1,5 @@
 """Seeds and other rows Spark evaluates on the driver are written by the lake writer, without a Spark job, and small
-results are collected and written the same way (spark/local_write): the same values DuckDB reads as from the
+results are collected and written the same way (spark/write/local_write): the same values DuckDB reads as from the
 executors' write."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pyspark.sql import SparkSession
 from dbt.adapters.ducklake import seeds
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.seeds import seed_dataframe
-from dbt.adapters.ducklake.spark import local_write
-from dbt.adapters.ducklake.spark.local_write import is_local
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.work import LakeWork
+from dbt.adapters.ducklake.spark.read.names import LakeNames
+from dbt.adapters.ducklake.spark.write import local_write
+from dbt.adapters.ducklake.spark.write.local_write import is_local
+from dbt.adapters.ducklake.spark.write.work import LakeWork
 from tests.support import reference
 from tests.support.invariants import violations
 

@@ -35,8 +35,8 @@ SOURCE = "SELECT range AS id, 'new ' || range AS v FROM range(1000, 3000)"  # wh
 def _workload(master: str, root: str) -> dict:
     """The driver's side: MERGE a source computed on the cluster into the table DuckDB made."""
     from dbt.adapters.ducklake.lake.lake import DuckLake
-    from dbt.adapters.ducklake.spark import dml, one_shot
-    from dbt.adapters.ducklake.spark.session import build_session
+    from dbt.adapters.ducklake.spark.env.session import build_session
+    from dbt.adapters.ducklake.spark.write import dml, one_shot
 
     dml.SMALL_MERGE_TARGET_ROWS = -1  # the passes with a kept source (a small merge keeps none: it is one job)
 

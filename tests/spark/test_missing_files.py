@@ -2,7 +2,7 @@
 path (manifests, the footer path, the first reader, readable copies, files elsewhere, time travel, the change feed,
 DML targets) fails naming the table, the snapshot and the lake file, never with fewer rows, and commits nothing. A
 file damaged after its check (or with its size intact) fails in Spark; that error is told as the lake file's
-(spark/read_errors.py), whichever path Spark read it through."""
+(spark/read/read_errors.py), whichever path Spark read it through."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake import paths as lake_paths
 from dbt.adapters.ducklake.lake.errors import MissingDataFileError
-from dbt.adapters.ducklake.spark import first_read, read_errors, scan
-from dbt.adapters.ducklake.spark.changes import changes_sql
-from dbt.adapters.ducklake.spark.one_shot import delete_where
+from dbt.adapters.ducklake.spark.read import first_read, read_errors, scan
+from dbt.adapters.ducklake.spark.read.changes import changes_sql
+from dbt.adapters.ducklake.spark.write.one_shot import delete_where
 from tests.support import damaged_lakes, reference
 from tests.support.damaged_lakes import DamagedLake
 

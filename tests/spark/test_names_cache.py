@@ -1,4 +1,4 @@
-"""The lake names' cached state and view SQL (spark/names.py): a statement after an unrelated commit reuses the view
+"""The lake names' cached state and view SQL (spark/read/names.py): a statement after an unrelated commit reuses the view
 SQL of the tables that commit did not touch, and every commit of another writer (DuckDB here) is seen by the next
 statement, whichever table it touched."""
 
@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark.names import LakeNames
+from dbt.adapters.ducklake.spark.read.names import LakeNames
 from tests.support import reference
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from dbt.adapters.ducklake.lake.read.pruning import And, Compare, InValues, IsNull, Or
 from dbt.adapters.ducklake.lake.records import Column
-from dbt.adapters.ducklake.spark.predicates import to_predicate
+from dbt.adapters.ducklake.spark.read.predicates import to_predicate
 
 COLS = (Column(1, "id", "int64"), Column(2, "name", "varchar"), Column(3, "d", "date"), Column(4, "ok", "boolean"),
         Column(5, "s", "struct", children=(Column(6, "a", "int32"),)), Column(7, "amt", "decimal(10,2)"),

@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.lake.read.scan import plan_scan
-from dbt.adapters.ducklake.spark.one_shot import delete_where, merge_into, update_where
-from dbt.adapters.ducklake.spark.predicates import to_predicate
-from dbt.adapters.ducklake.spark.scan import read_table
+from dbt.adapters.ducklake.spark.read.predicates import to_predicate
+from dbt.adapters.ducklake.spark.read.scan import read_table
+from dbt.adapters.ducklake.spark.write.one_shot import delete_where, merge_into, update_where
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations
@@ -107,7 +107,7 @@ def _no_nan(rows: list[tuple]) -> list[tuple]:
 
 
 def test_merge_with_a_large_source_prunes_by_key_range(spark: SparkSession, tmp_path: object) -> None:
-    from dbt.adapters.ducklake.spark import dml
+    from dbt.adapters.ducklake.spark.write import dml
 
     catalog = f"duckdb:///{tmp_path}/m.ducklake"
     _build(catalog, f"{tmp_path}/data/")

@@ -1,4 +1,4 @@
-"""Queries read only the data files their WHERE can match (spark/read_pruning): filters by literals and by
+"""Queries read only the data files their WHERE can match (spark/answer/read_pruning): filters by literals and by
 uncorrelated scalar subqueries (dbt's incremental filter) prune a lake table's files.
 
 The proof of skipping is an outcome: the files that should be skipped are moved away before the query runs, so
@@ -16,9 +16,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import read_pruning, small_counts
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.read_pruning import prune_query, pruned_reads
+from dbt.adapters.ducklake.spark.answer import read_pruning, small_counts
+from dbt.adapters.ducklake.spark.answer.read_pruning import prune_query, pruned_reads
+from dbt.adapters.ducklake.spark.read.names import LakeNames
 from tests.spark.test_pruning import _only_files
 from tests.support import reference
 from tests.support.spark_jobs import job_group
@@ -287,11 +287,11 @@ def test_other_counts_are_left_to_spark(spark: SparkSession, lake: tuple[str, Du
 
 
 def test_dataframe_filters_skip_files_like_sql(spark: SparkSession, lake: tuple[str, DuckLake]) -> None:
-    """A Python model's dbt.ref() DataFrame (spark/pruned_frames): filter/where on what the statistics decide read
+    """A Python model's dbt.ref() DataFrame (spark/answer/pruned_frames): filter/where on what the statistics decide read
     only the files that can match; other conditions filter every file; both give DuckDB's rows."""
     from pyspark.sql import functions as F
 
-    from dbt.adapters.ducklake.spark.pruned_frames import PrunableDataFrame, prunable
+    from dbt.adapters.ducklake.spark.answer.pruned_frames import PrunableDataFrame, prunable
 
     catalog, lk = lake
     names = LakeNames(spark, lk)

@@ -1,4 +1,4 @@
-"""Remote GEOMETRY / VARIANT files (spark/remote_readable.py): the decode runs where the adapter is not installed (it is
+"""Remote GEOMETRY / VARIANT files (spark/read/remote_readable.py): the decode runs where the adapter is not installed (it is
 shipped by value), and the whole path works through Spark Connect (no JVM in the client: Spark reads the bytes,
 decodes and writes the copies). Every file is taken as remote through `lake.paths.is_local`, so file:// URIs go the
 way s3:// ones would."""
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark import remote_readable
+from dbt.adapters.ducklake.spark.read import remote_readable
 from tests.support import reference
 from tests.support.spark_cluster import ConnectServer, connect_server, run_python
 
@@ -77,8 +77,8 @@ def _workload(url: str, catalog: str) -> dict:
     from pyspark.sql import SparkSession
 
     from dbt.adapters.ducklake.lake import paths
-    from dbt.adapters.ducklake.spark import scan
-    from dbt.adapters.ducklake.spark.session import apply_required_conf
+    from dbt.adapters.ducklake.spark.env.session import apply_required_conf
+    from dbt.adapters.ducklake.spark.read import scan
 
     spark = SparkSession.builder.remote(url).getOrCreate()
     apply_required_conf(spark)

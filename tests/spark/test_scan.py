@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.errors import UnsupportedTypeError
 from dbt.adapters.ducklake.lake.records import Column
-from dbt.adapters.ducklake.spark import scan
-from dbt.adapters.ducklake.spark.scan import register_at, register_table
+from dbt.adapters.ducklake.spark.read import scan
+from dbt.adapters.ducklake.spark.read.scan import register_at, register_table
 from dbt.adapters.ducklake.spark.type_values import spark_value
 from dbt.adapters.ducklake.spark.types import to_spark
 from tests.conftest import reference_lake_of
@@ -125,7 +125,7 @@ def test_row_indexes_are_read_only_where_deletes_need_them(spark: SparkSession, 
     """A manifest read of a table without deletes reads the data columns only (no file id, no row index: Spark does
     not prune them itself, and producing row indexes slows every scan); with a delete, they are read and the deleted
     row is gone, as DuckDB sees it."""
-    from dbt.adapters.ducklake.spark import one_shot
+    from dbt.adapters.ducklake.spark.write import one_shot
     from tests.support import reference
 
     lake = DuckLake.create(str(tmp_path / "c.ducklake"), str(tmp_path / "data") + "/")

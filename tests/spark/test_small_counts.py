@@ -1,5 +1,5 @@
-"""dbt's generic tests over small lake tables are counted on the driver (spark/small_counts.py through
-spark/read_pruning.py): no Spark job, and the answer is Spark's own (the query run as written) and DuckDB's, on
+"""dbt's generic tests over small lake tables are counted on the driver (spark/answer/small_counts.py through
+spark/answer/read_pruning.py): no Spark job, and the answer is Spark's own (the query run as written) and DuckDB's, on
 DuckDB-written tables with deletes, an update, inlined rows, a column added later, duplicates and NULLs in files and
 inlined rows, and through a lake view. Shapes whose values Arrow would compare otherwise than Spark (floats, implicit
 casts, escapes) and tables that are not small are left to Spark."""
@@ -13,9 +13,9 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.errors import MissingDataFileError
-from dbt.adapters.ducklake.spark import read_pruning, small_counts
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.read_pruning import PrunedQuery, prune_query
+from dbt.adapters.ducklake.spark.answer import read_pruning, small_counts
+from dbt.adapters.ducklake.spark.answer.read_pruning import PrunedQuery, prune_query
+from dbt.adapters.ducklake.spark.read.names import LakeNames
 from tests.support import reference
 from tests.support.spark_jobs import job_group
 

@@ -1,5 +1,5 @@
 """Data tests of SQL of their own over small lake tables are counted on the driver by DuckDB
-(spark/small_queries.py through spark/read_pruning.py) with Spark's answer: each accepted construct over edge values
+(spark/answer/small_queries.py through spark/answer/read_pruning.py) with Spark's answer: each accepted construct over edge values
 (NULLs, an empty table, int64 and decimal extremes, NaN, -0.0 and infinities, unicode and empty strings, duplicates,
 inlined rows), compared with Spark running the query as written. Whatever is outside the whitelist is left to
 Spark."""
@@ -13,9 +13,9 @@ import sqlglot
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.read_pruning import PrunedQuery, prune_query
-from dbt.adapters.ducklake.spark.small_queries import count_query_rows
+from dbt.adapters.ducklake.spark.answer.read_pruning import PrunedQuery, prune_query
+from dbt.adapters.ducklake.spark.answer.small_queries import count_query_rows
+from dbt.adapters.ducklake.spark.read.names import LakeNames
 from tests.support import reference
 
 SETUP = [

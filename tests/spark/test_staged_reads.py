@@ -1,4 +1,4 @@
-"""Reading a unit of work's staged state (spark/staged_reads, `LakeNames.staged`): before the commit, each object the
+"""Reading a unit of work's staged state (spark/write/staged_reads, `LakeNames.staged`): before the commit, each object the
 unit changed reads as the commit will make it (what write-audit-publish builds audit)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
-from dbt.adapters.ducklake.spark.dml import When
-from dbt.adapters.ducklake.spark.names import LakeNames
-from dbt.adapters.ducklake.spark.staged_reads import ABSENT, SCRATCH_PREFIX
-from dbt.adapters.ducklake.spark.work import LakeWork
+from dbt.adapters.ducklake.spark.read.names import LakeNames
+from dbt.adapters.ducklake.spark.write.dml import When
+from dbt.adapters.ducklake.spark.write.staged_reads import ABSENT, SCRATCH_PREFIX
+from dbt.adapters.ducklake.spark.write.work import LakeWork
 from tests.lake.compare import arrow_rows
 from tests.support.invariants import violations
 

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake
-from dbt.adapters.ducklake.spark.scan import read_table
+from dbt.adapters.ducklake.spark.read.scan import read_table
 from tests.support.reference import attached
 
 

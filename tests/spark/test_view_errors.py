@@ -7,14 +7,14 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake.errors import DuckLakeError
-from dbt.adapters.ducklake.spark.scan import create_view
+from dbt.adapters.ducklake.spark.read.scan import create_view
 
 
 def test_failed_view_error_is_short_and_full_sql_is_at_debug(spark: SparkSession,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     # A huge view SQL that Spark rejects: its parse error quotes the whole text.
     sql = "SELECT " + " + ".join(f"c{i}" for i in range(20_000)) + " FROM nowhere WHERE ((("
-    with (caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake.spark.scan"),
+    with (caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake.spark.read.scan"),
           pytest.raises(DuckLakeError) as info):
         create_view(spark, "default.readpath_bad_view", sql, "raw.events", 42)
     message = str(info.value)

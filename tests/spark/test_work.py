@@ -6,8 +6,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from dbt.adapters.ducklake.lake import DuckLake, read_arrow
-from dbt.adapters.ducklake.spark.dml import MergeCardinalityError, When
-from dbt.adapters.ducklake.spark.work import LakeWork
+from dbt.adapters.ducklake.spark.write.dml import MergeCardinalityError, When
+from dbt.adapters.ducklake.spark.write.work import LakeWork
 from tests.lake.compare import arrow_rows
 from tests.support.invariants import violations
 

@@ -29,8 +29,8 @@ from dbt.adapters.ducklake.lake.errors import (
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.records import Column, PartitionField, PartitionSpec, TableInfo
 from dbt.adapters.ducklake.lake.write.partitioning import _bucket_bytes, murmur3_32
-from dbt.adapters.ducklake.spark import one_shot, write
 from dbt.adapters.ducklake.spark.types import columns_from_spark
+from dbt.adapters.ducklake.spark.write import one_shot, write
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference
 from tests.support.invariants import violations
@@ -177,7 +177,7 @@ def test_row_groups_hold_duckdbs_rows(spark: SparkSession, tmp_path: Path, monke
     """Spark's row groups hold the rows DuckDB's insert of the same rows puts in each, with the lake's
     parquet_row_group_size (3000: DuckDB closes a group at the 2,048-row chunk that reaches it), for columns whose
     buffered bytes do not grow (all NULL, one boolean value) as for others."""
-    from dbt.adapters.ducklake.spark import local_write
+    from dbt.adapters.ducklake.spark.write import local_write
 
     monkeypatch.setattr(local_write, "SMALL_RESULT_BYTES", -1)  # Spark's writer, not the driver's
     catalog_url = f"duckdb:///{tmp_path}/layout.ducklake"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 from tests.support import postgres
 from tests.support.hosts import Host, HostError, Network
 from tests.support.spark_cluster import FAST_JVM_OPTIONS, spark_home

@@ -300,8 +300,8 @@ class Fuzzer:
                 time.sleep(min(0.25 * attempt, 2.0))
 
     def _ours(self, lake: Lake, op: Operation) -> None:
-        from dbt.adapters.ducklake.spark.dml import When
-        from dbt.adapters.ducklake.spark.work import LakeWork
+        from dbt.adapters.ducklake.spark.write.dml import When
+        from dbt.adapters.ducklake.spark.write.work import LakeWork
 
         dl = lake.ours()
         try:
@@ -392,7 +392,7 @@ class Fuzzer:
 
     def check_spark(self) -> None:
         """The Spark reader (the views dbt reads) gives the latest rows DuckDB gives, on every lake."""
-        from dbt.adapters.ducklake.spark.scan import register_table
+        from dbt.adapters.ducklake.spark.read.scan import register_table
 
         for lake in self.lakes:
             dl = lake.ours()

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dbt.adapters.ducklake.spark import local_server
+from dbt.adapters.ducklake.spark.env import local_server
 
 
 @contextmanager

@@ -1,9 +1,9 @@
-"""Binding a statement's lake reads to private relations (spark/bound_reads): which names are replaced, and how."""
+"""Binding a statement's lake reads to private relations (spark/read/bound_reads): which names are replaced, and how."""
 
 from __future__ import annotations
 
 from dbt.adapters.ducklake.router import written_target
-from dbt.adapters.ducklake.spark.bound_reads import parse, read_refs, rebind, view_refs
+from dbt.adapters.ducklake.spark.read.bound_reads import parse, read_refs, rebind, view_refs
 
 RELATIONS = {("main", "x"): "__p1", ("raw", "src"): "__p2", ("main", "t"): "__target"}
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.ducklake.spark import class_archive, local_server
-from dbt.adapters.ducklake.spark.cache_dir import cache_root
+from dbt.adapters.ducklake.spark.env import class_archive, local_server
+from dbt.adapters.ducklake.spark.env.cache_dir import cache_root
 
 
 def test_caches_follow_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbt.adapters.ducklake.spark.distinct_parts import distinct_parts
+from dbt.adapters.ducklake.spark.read.distinct_parts import distinct_parts
 
 
 def test_items_with_one_key_go_to_different_parts_in_order() -> None:

@@ -10,7 +10,7 @@ import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.ducklake.credentials import DuckLakeCredentials
-from dbt.adapters.ducklake.spark import local_server
+from dbt.adapters.ducklake.spark.env import local_server
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +57,7 @@ def test_debug_shows_a_server_that_is_not_running(tmp_path: Path, monkeypatch: p
 
 
 def test_debug_shows_the_class_archive_for_an_embedded_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dbt.adapters.ducklake.spark import class_archive
+    from dbt.adapters.ducklake.spark.env import class_archive
 
     monkeypatch.setenv(class_archive.ENV_DIR, str(tmp_path / "archives"))
     monkeypatch.delenv(class_archive.ENV_SWITCH, raising=False)
@@ -84,7 +84,7 @@ def test_other_commands_see_no_runtime_state(tmp_path: Path, monkeypatch: pytest
     parse: outside `dbt debug` it holds the profile only, so a server's start (a new pid) or a class archive built
     since does not force a full parse, and no node pays for listing Spark's jars."""
     from dbt.adapters.ducklake import credentials
-    from dbt.adapters.ducklake.spark import class_archive
+    from dbt.adapters.ducklake.spark.env import class_archive
 
     monkeypatch.setenv(local_server.ROOT_ENV, str(tmp_path / "servers"))
     monkeypatch.setattr(class_archive, "archive_key", lambda conf=None: pytest.fail("jars listed"))

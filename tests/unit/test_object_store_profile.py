@@ -8,7 +8,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.ducklake.credentials import DuckLakeCredentials
 from dbt.adapters.ducklake.runtime import _s3_secrets, spark_conf
-from dbt.adapters.ducklake.spark import s3a
+from dbt.adapters.ducklake.spark.env import s3a
 
 SECRET = "wJalr/XUtnFEMI+K7MDENG"
 TOKEN = "FwoGZXIvYXdzE+token/=="

@@ -6,7 +6,7 @@ import pytest
 
 from dbt.adapters.ducklake.lake.records import Column, TableInfo
 from dbt.adapters.ducklake.lake.write.layout import WriteOptions, option_text, resolve
-from dbt.adapters.ducklake.spark.write_layout import DEFAULT_ROW_GROUP_BYTES, parquet_options
+from dbt.adapters.ducklake.spark.write.write_layout import DEFAULT_ROW_GROUP_BYTES, parquet_options
 
 EXACT_122880 = {"parquet.block.size": "-1", "parquet.page.size.row.check.min": "122880",
                 "parquet.page.size.row.check.max": "122880", "parquet.writer.max-padding": "0"}

@@ -39,9 +39,9 @@ from .router import (
     Truncate,
     Update,
 )
-from .spark.dml import When
 from .spark.types import columns_from_spark
-from .spark.work import LakeWork
+from .spark.write.dml import When
+from .spark.write.work import LakeWork
 
 logger = AdapterLogger("DuckLake")
 CLONE_KINDS = {"hard_link": "hard links of its data files (metadata only, no data copied)",

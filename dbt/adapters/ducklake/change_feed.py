@@ -18,10 +18,10 @@ from .lake.catalog.state import LakeState, ci_lookup
 from .lake.errors import DuckLakeError
 from .lake.lake import DuckLake
 from .lake.write.conflicts import parse_changes
-from .spark.changes import changes_sql
-from .spark.scan import table_sql
+from .spark.read.changes import changes_sql
+from .spark.read.scan import table_sql
 from .spark.sql_literals import ident
-from .spark.work import LakeWork
+from .spark.write.work import LakeWork
 
 # The column ducklake_changes() adds to the upstream's rows: insert | update_postimage | delete. The strategies read
 # it (deletes become deletes of the model's rows) and never store it.

@@ -27,9 +27,9 @@ from .lake.errors import DuckLakeError, MissingDataFileError
 from .publish import Build, build_for
 from .router import Change, RoutingError
 from .runtime import Runtime, SetupError, runtime_for
-from .spark.read_errors import lake_file_error
-from .spark.session import cancel_tagged
-from .spark.work import LakeWork
+from .spark.env.session import cancel_tagged
+from .spark.read.read_errors import lake_file_error
+from .spark.write.work import LakeWork
 
 logger = AdapterLogger("DuckLake")
 
@@ -232,7 +232,7 @@ def missing_file_message(e: MissingDataFileError) -> str:
 
 def read_failure(e: BaseException) -> MissingDataFileError | None:
     """The lake file behind a failed statement: our own check's error, or a Spark read error about a file a read
-    noted (spark/read_errors.py); None for any other error."""
+    noted (spark/read/read_errors.py); None for any other error."""
     if isinstance(e, MissingDataFileError):
         return e
     if isinstance(e, DuckLakeError):

@@ -178,17 +178,17 @@ class DuckLakeCredentials(Credentials):
         if dbt_command() not in (None, "debug"):
             return
         if self.object_store() is not None:  # Spark reaches S3 through hadoop-aws's s3a: is it there?
-            from .spark import s3a
+            from .spark.env import s3a
 
             yield "s3_connector", s3a.connector_status({str(k): str(v) for k, v in self.spark_config.items()})[1]
         if self.server_master:
             yield "spark_server", self.server_status()
         elif not self.master.startswith("sc://"):  # a driver JVM starts in the dbt process: with the class archive?
-            from .spark import class_archive
+            from .spark.env import class_archive
 
             conf = {str(k): str(v) for k, v in self.spark_config.items()}
             if self.object_store() is not None:  # the connector's jars change the driver's class path
-                from .spark import s3a
+                from .spark.env import s3a
 
                 conf = {**s3a.connector_conf(conf, self.master), **conf}
             yield "spark_class_archive", class_archive.status(conf)
@@ -196,7 +196,7 @@ class DuckLakeCredentials(Credentials):
     def server_status(self) -> str:
         """The local server of this profile, as `dbt debug` shows it before connecting (starts nothing)."""
         from .runtime import server_dir
-        from .spark import local_server
+        from .spark.env import local_server
 
         directory = server_dir(self)
         info = local_server.status(directory)

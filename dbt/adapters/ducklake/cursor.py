@@ -33,11 +33,11 @@ from .router import (
     split_statements,
     written_target,
 )
-from .spark.bound_reads import parse, read_refs, rebind, unbound
-from .spark.literal_row import LiteralRow
-from .spark.names import table_refs
-from .spark.read_pruning import PrunedQuery, pruned_reads
-from .spark.session import tag_jobs
+from .spark.answer.literal_row import LiteralRow
+from .spark.answer.read_pruning import PrunedQuery, pruned_reads
+from .spark.env.session import tag_jobs
+from .spark.read.bound_reads import parse, read_refs, rebind, unbound
+from .spark.read.names import table_refs
 from .spark.sql_literals import python_literal
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class DuckLakeCursor:
     def _bound_change(self, rt: Runtime, sql: str, routed: Change, state: LakeState
                       ) -> contextlib.AbstractContextManager[Change]:
         """The change with the lake names its query or conditions read bound to the statement's snapshot
-        (spark/bound_reads), for the kinds whose reads Spark runs; the others (a CREATE VIEW stores its text) read
+        (spark/read/bound_reads), for the kinds whose reads Spark runs; the others (a CREATE VIEW stores its text) read
         the shared names."""
         if not isinstance(routed, BOUND_CHANGES):
             rt.names.refresh(routed.refs, self.handle.creds.schema, state)
@@ -161,8 +161,8 @@ class DuckLakeCursor:
 
     @contextlib.contextmanager
     def _pruned(self, rt: Runtime, sql: str, refs: frozenset[tuple[str, str]]) -> Iterator[PrunedQuery]:
-        """The statement with its filtered lake-table reads pruned to the files that can match (spark/read_pruning)
-        and its other lake reads bound to the statement's snapshot (spark/bound_reads), valid inside the block (on
+        """The statement with its filtered lake-table reads pruned to the files that can match (spark/answer/read_pruning)
+        and its other lake reads bound to the statement's snapshot (spark/read/bound_reads), valid inside the block (on
         Spark Connect, which resolves a DataFrame's relations lazily, after it too: no temporary views there)."""
         h = self.handle
         default_schema = h.creds.schema

@@ -32,11 +32,11 @@ from .lake.errors import MissingDataFileError
 from .lake.read.scan import row_count
 from .relation import DuckLakeRelation
 from .runtime import SetupError
-from .spark.names import table_refs
-from .spark.pruned_frames import prunable
-from .spark.session import is_started, session_of
+from .spark.answer.pruned_frames import prunable
+from .spark.env.session import is_started, session_of
+from .spark.read.names import table_refs
 from .spark.types import added_fields, to_spark
-from .spark.work import LakeWork
+from .spark.write.work import LakeWork
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -306,7 +306,7 @@ class DuckLakeAdapter(SparkAdapter):
     @available
     def last_changed(self, relation: BaseRelation) -> Any:
         """When the last snapshot that changed the relation was committed (source freshness without a column)."""
-        from .spark.freshness import last_change_time
+        from .spark.answer.freshness import last_change_time
 
         return last_change_time(self._handle().runtime.lake, relation.schema or "", relation.identifier or "")
 
@@ -555,8 +555,8 @@ class DuckLakeAdapter(SparkAdapter):
 def _check_s3_connector(spark: Any, creds: DuckLakeCredentials) -> None:
     """Raise, saying what to add, when the running driver cannot load Hadoop's s3a file system (a data path on S3
     would fail at its first write otherwise, with a ClassNotFoundException deep in a Spark stack trace)."""
-    from .spark import s3a
-    from .spark.session import is_classic, session_of
+    from .spark.env import s3a
+    from .spark.env.session import is_classic, session_of
 
     session = session_of(spark)
     if not is_classic(session):  # a Spark Connect server: its own class path, not visible from here

@@ -15,7 +15,7 @@ from .lake.maintenance.check import check_files
 from .lake.maintenance.checkpoint import STEPS, StepResult, checkpoint
 from .lake.maintenance.option_values import parse_size, parse_threshold
 from .runtime import Runtime
-from .spark.session import is_started
+from .spark.env.session import is_started
 
 logger = AdapterLogger("DuckLake")
 

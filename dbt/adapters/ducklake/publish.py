@@ -2,7 +2,7 @@
 end, only if no node failed (profile `write_audit_publish: true`).
 
 Every connection (every dbt thread) stages into the invocation's shared unit under one lock; statements that read
-an object the unit changed read its staged state (spark/staged_reads via `LakeNames.staged`), so downstream models,
+an object the unit changed read its staged state (spark/write/staged_reads via `LakeNames.staged`), so downstream models,
 tests and snapshots audit what would be published. Node results come from dbt's own events (NodeFinished), the
 adapter's only view of them; the decision is made when dbt cleans up the connections at the end of the run (after
 on-run-end hooks): publish if every node passed (a test of severity warn does not block), else abandon (the
@@ -21,7 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from .invocation import dbt_command as _command
 from .lake.errors import CommitConflictError, DuckLakeError
 from .lake.records import Snapshot, TableInfo
-from .spark.work import LakeWork
+from .spark.write.work import LakeWork
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,7 +52,7 @@ class Build:
         self.cancelled = False
         self.finished = False
 
-    # what LakeNames reads the staged state through (spark.names.StagedReader) -------------------------------------
+    # what LakeNames reads the staged state through (spark.read.names.StagedReader) -------------------------------------
     @property
     def touched(self) -> set[tuple[str, str]]:
         work = self.work

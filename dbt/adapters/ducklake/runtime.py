@@ -34,10 +34,9 @@ from .invocation import dbt_command as _command
 from .lake.lake import DuckLake
 from .lake.paths import to_local
 from .lake.storage import ObjectStoreConfig, check_object_store, configure_object_store, file_io
-from .spark import local_server, s3a
-from .spark.local_server import LocalServer
-from .spark.names import LakeNames
-from .spark.session import (
+from .spark.env import local_server, s3a
+from .spark.env.local_server import LocalServer
+from .spark.env.session import (
     LazySession,
     build_session,
     cancel_all,
@@ -46,6 +45,7 @@ from .spark.session import (
     leave_gateway,
     set_hadoop_conf,
 )
+from .spark.read.names import LakeNames
 
 if TYPE_CHECKING:
     from .credentials import DuckLakeCredentials

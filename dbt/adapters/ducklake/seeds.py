@@ -16,8 +16,8 @@ from pyspark.sql import types as T
 
 from .lake.types import INT_RANGES
 from .router import Change
-from .spark.local_write import arrow_type
 from .spark.sql_literals import string_literal
+from .spark.write.local_write import arrow_type
 
 VALUES_CELLS = 5_000  # an inline table of this many literals parses and analyzes faster than a Spark job writes it
 
@@ -55,7 +55,7 @@ _DRIVER_TYPES: dict[str, T.DataType] = {
     "bigint": T.LongType(), "double": T.DoubleType(), "string": T.StringType(), "boolean": T.BooleanType(),
     "date": T.DateType(), "timestamp": T.TimestampType(), "timestamp_ntz": T.TimestampNTZType(),
 }
-DRIVER_ROWS = 100_000  # as many rows as a small Spark result the driver writes (spark/local_write)
+DRIVER_ROWS = 100_000  # as many rows as a small Spark result the driver writes (spark/write/local_write)
 _LONG = INT_RANGES["int64"]
 
 
@@ -124,7 +124,7 @@ def seed_dataframe(spark: SparkSession, names: Sequence[str], rows: Sequence[Seq
     """Rows as text, cast by Spark to each column's type (so a column_types override is any Spark type).
 
     Up to VALUES_CELLS values are an inline VALUES table, which Spark evaluates on the driver (no job: the lake
-    writer writes the rows, spark/local_write; on Spark Connect when the write is told so: `is_inline`); larger seeds
+    writer writes the rows, spark/write/local_write; on Spark Connect when the write is told so: `is_inline`); larger seeds
     are a DataFrame of the rows, written by the executors.
     """
     raw = [f"c{i}" for i in range(len(names))]

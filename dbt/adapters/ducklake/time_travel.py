@@ -15,7 +15,7 @@ from .lake.catalog.state import ci_lookup
 from .lake.errors import DuckLakeError, NoSuchSnapshotError, NoSuchTableError
 from .lake.lake import DuckLake
 from .lake.write.conflicts import parse_changes
-from .spark.scan import register_at
+from .spark.read.scan import register_at
 
 
 class TimeTravelError(DuckLakeError):

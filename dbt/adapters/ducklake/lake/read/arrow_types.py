@@ -114,7 +114,7 @@ def _parquet_interval(arr: pa.Array) -> pa.Array:
     return pa.array(out, pa.month_day_nano_interval())
 
 
-# how Spark and the driver write an INTERVAL (spark/type_writings.py): text DuckDB casts VARCHAR -> INTERVAL, with
+# how Spark and the driver write an INTERVAL (spark/write/type_writings.py): text DuckDB casts VARCHAR -> INTERVAL, with
 # microseconds (a Parquet INTERVAL holds milliseconds, and pyarrow cannot write one)
 _INTERVAL_TEXT = re.compile(r"^(-?[0-9]+) months (-?[0-9]+) days (-?[0-9]+) microseconds$")
 

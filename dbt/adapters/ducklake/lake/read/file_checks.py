@@ -1,6 +1,6 @@
 """Whether the files a read opens are on storage as the catalog lists them, and errors naming those that are not.
 
-Why: Spark lists a manifest's symlinks (spark/manifest.py) and a footer-path glob (`dir/{a,b}`) and silently leaves
+Why: Spark lists a manifest's symlinks (spark/read/manifest.py) and a footer-path glob (`dir/{a,b}`) and silently leaves
 out a file that is not there, so a missing data file reads as no rows and a model built from it commits an empty or
 partial table. DuckDB refuses such a read ("Cannot open file ..."); so does every reader here, naming the table, the
 snapshot and the file's catalog path.

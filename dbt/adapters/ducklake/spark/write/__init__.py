@@ -1,0 +1,2 @@
+"""Spark writes as lake files, DML as delete files, and the unit of work (`work.LakeWork`) that commits them as one
+snapshot."""
