@@ -206,8 +206,8 @@ def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, pat
     from dbt.adapters.ducklake.spark.write import dml
     from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 
-    if path == "passes":
-        monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)
+    if path == "passes":  # a target of more files than a small merge reads whole
+        monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_FILES", 0)
     elif kind != "delete_by_source":
         def no_passes(*args: object, **kwargs: object) -> object:
             raise AssertionError("a small merge ran the passes")

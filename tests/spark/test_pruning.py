@@ -56,6 +56,15 @@ def _only_files(lake: DuckLake, keep: Callable[[int, int], bool]) -> Iterator[in
             os.rename(p + ".away", p)
 
 
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MERGE by its passes: a small MERGE's one join reads its (small) target whole, by design."""
+    from dbt.adapters.ducklake.spark import dml
+
+    monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)
+
+
+@pytest.mark.usefixtures("passes")
 def test_dml_reads_only_files_that_can_match(spark: SparkSession, tmp_path: object) -> None:
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     _build(ours, f"{tmp_path}/ours_data/")
@@ -106,6 +115,7 @@ def _no_nan(rows: list[tuple]) -> list[tuple]:
     return sorted(tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r[1:]) for r in rows)
 
 
+@pytest.mark.usefixtures("passes")
 def test_merge_with_a_large_source_prunes_by_key_range(spark: SparkSession, tmp_path: object) -> None:
     from dbt.adapters.ducklake.spark.write import dml
 

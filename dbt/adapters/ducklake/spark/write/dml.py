@@ -698,7 +698,11 @@ def stage_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, s
     raise AssertionError("unreachable")
 
 
-SMALL_MERGE_TARGET_ROWS = 100_000  # a target of at most this many rows is read whole by a small MERGE's one join
+# A small MERGE's one join reads its whole target: it has no source keys to prune files by (listing them is the job it
+# saves). Bounded in rows and in files, that read costs less than the job; a larger target goes the way of the passes,
+# which read only the files the source's keys can match.
+SMALL_MERGE_TARGET_ROWS = 100_000
+SMALL_MERGE_TARGET_FILES = 64
 
 
 def _stage_small_merge(spark: SparkSession, tx: Transaction, schema: str, table: str, source: object, on: str,
@@ -710,8 +714,9 @@ def _stage_small_merge(spark: SparkSession, tx: Transaction, schema: str, table:
     each source row (with the count of source rows sharing its key) to the target rows it matches, and yields per
     row its locators, the clause that applies and the values of the row it writes (conformed to the table's types
     as the writer conforms them); the driver checks the keys and the matches as the passes do, and writes the
-    updated and the inserted rows (local_write). The source is read once, so no kept copy is needed. A result
-    larger than the driver's bound, or a table the driver cannot write, goes the way of the passes.
+    updated and the inserted rows (local_write). The source is read once, so no kept copy is needed, and the target
+    is read whole (see SMALL_MERGE_TARGET_ROWS). A result larger than the driver's bound, or a table the driver
+    cannot write, goes the way of the passes.
     """
     if not is_classic(spark) or any(w.when == "not_matched_by_source" for w in clauses):
         return None
@@ -719,7 +724,8 @@ def _stage_small_merge(spark: SparkSession, tx: Transaction, schema: str, table:
     base, info, from_t = evolved_columns(tx, schema, table)
     if not driver_writable(info) or not _small(source):
         return None
-    if sum(f.record_count for f in tx.base.files(base)) > SMALL_MERGE_TARGET_ROWS:
+    files = tx.base.files(base)
+    if len(files) > SMALL_MERGE_TARGET_FILES or sum(f.record_count for f in files) > SMALL_MERGE_TARGET_ROWS:
         return None
     matched = [w for w in clauses if w.when == "matched"]
     inserts = [w for w in clauses if w.when == "not_matched"]
