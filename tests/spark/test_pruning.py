@@ -59,7 +59,7 @@ def _only_files(lake: DuckLake, keep: Callable[[int, int], bool]) -> Iterator[in
 @pytest.fixture
 def passes(monkeypatch: pytest.MonkeyPatch) -> None:
     """MERGE by its passes: a small MERGE's one join reads its (small) target whole, by design."""
-    from dbt.adapters.ducklake.spark import dml
+    from dbt.adapters.ducklake.spark.write import dml
 
     monkeypatch.setattr(dml, "SMALL_MERGE_TARGET_ROWS", -1)
 
