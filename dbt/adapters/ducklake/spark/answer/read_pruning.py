@@ -170,15 +170,21 @@ def prune_query(spark: SparkSession, state: LakeState, sql: str, refresh: Refres
     return out
 
 
+def _one_column_select(tree: exp.Expr) -> exp.Expr | None:
+    """The one expression of `SELECT <expression> FROM <relation>` with nothing else (no WHERE, GROUP BY, DISTINCT,
+    join, limit); None for any other shape."""
+    if not isinstance(tree, exp.Select) or set(k for k, v in tree.args.items() if v) != {"expressions", "from_"}:
+        return None
+    return tree.expressions[0] if len(tree.expressions) == 1 else None
+
+
 def _count_from_catalog(state: LakeState, tree: exp.Expr) -> tuple[str, set[tuple[str, str]]] | None:
     """`SELECT count(*) FROM schema.table` answered from the catalog, as DuckDB answers it: live files' record counts
     minus their deleted rows plus inlined rows (`lake.scan.row_count`), exact unless a partial file reaches beyond the
     snapshot. Any other shape (a WHERE, a GROUP BY, a join, DISTINCT, another expression) is left to Spark."""
-    if not isinstance(tree, exp.Select) or set(k for k, v in tree.args.items() if v) != {"expressions", "from_"}:
+    node = _one_column_select(tree)
+    if node is None:
         return None
-    if len(tree.expressions) != 1:
-        return None
-    node = tree.expressions[0]
     alias = node.alias if isinstance(node, exp.Alias) else None
     agg = node.this if isinstance(node, exp.Alias) else node
     if not isinstance(agg, exp.Count) or not isinstance(agg.this, exp.Star) or agg.args.get("big_int") is False:
@@ -515,11 +521,9 @@ def _extreme_from_stats(state: LakeState, sub: exp.Subquery, want: T.DataType) -
     """`(SELECT max(c) FROM schema.table)` (or min) from the catalog's file statistics when they are provably exact
     (`_extreme`), as (Spark literal, lake text); None for any other shape, type or a NULL answer."""
     sel = sub.this
-    if not isinstance(sel, exp.Select) or set(k for k, v in sel.args.items() if v) != {"expressions", "from_"}:
+    agg = _one_column_select(sel)
+    if agg is None:
         return None
-    if len(sel.expressions) != 1:
-        return None
-    agg = sel.expressions[0]
     agg = agg.this if isinstance(agg, exp.Alias) else agg
     table = _plain_table(state, sel.args["from_"].this)
     if type(agg) not in (exp.Max, exp.Min) or agg.expressions or table is None:

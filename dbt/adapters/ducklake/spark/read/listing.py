@@ -31,7 +31,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import threading
 import urllib.parse
 import uuid
@@ -297,24 +296,16 @@ def _materialize(table_root: str, logs: dict[str, list[tuple[str, int]]],
     for name, key, _build in sorted(small, key=lambda s: s[0]):
         h.update(repr((name, key)).encode())
     directory = os.path.join(table_root, h.hexdigest()[:24])
-    manifest.note_in_use(directory)
-    if not os.path.isdir(directory):
-        os.makedirs(table_root, exist_ok=True)
-        tmp = os.path.join(table_root, f".tmp-{uuid.uuid4().hex}")
-        try:
-            for sub, entries in logs.items():
-                os.makedirs(os.path.join(tmp, sub, LOG))
-                with open(os.path.join(tmp, sub, LOG, "0"), "w", encoding="utf-8") as f:
-                    f.write(_log_text(entries))
-            for name, _key, build in small:
-                pq.write_table(build(), os.path.join(tmp, name))
-            try:
-                os.rename(tmp, directory)
-            except OSError:
-                if not os.path.isdir(directory):  # not a concurrent builder's identical listing: a real failure
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    def fill(tmp: str) -> None:
+        for sub, entries in logs.items():
+            os.makedirs(os.path.join(tmp, sub, LOG))
+            with open(os.path.join(tmp, sub, LOG, "0"), "w", encoding="utf-8") as f:
+                f.write(_log_text(entries))
+        for name, _key, build in small:
+            pq.write_table(build(), os.path.join(tmp, name))
+
+    manifest.built_once(directory, fill)
     manifest.cleanup(table_root, directory)
     return directory
 

@@ -418,6 +418,21 @@ def note_in_use(directory: str) -> None:
 def _materialize(directory: str, links: dict[str, list[tuple[str, str]]],
                  tables: dict[str, tuple[str, Callable[[], pa.Table]]]) -> None:
     """Build directory (its subdirectories of symlinks, "" for itself, and its files) unless it exists."""
+    def fill(tmp: str) -> None:
+        for sub, entries in links.items():
+            os.makedirs(os.path.join(tmp, sub), exist_ok=True)
+            for name, target in entries:
+                os.symlink(target, os.path.join(tmp, sub, name))
+        for rel, (_key, build) in tables.items():
+            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+            pq.write_table(build(), os.path.join(tmp, rel))
+
+    built_once(directory, fill)
+
+
+def built_once(directory: str, fill: Callable[[str], None]) -> None:
+    """Build a directory named by its contents unless it exists: fill(tmp) fills a temporary sibling, renamed into
+    place, so processes that share it never see half of one (a concurrent builder's identical one may win)."""
     note_in_use(directory)
     if os.path.isdir(directory):
         return
@@ -426,17 +441,11 @@ def _materialize(directory: str, links: dict[str, list[tuple[str, str]]],
     tmp = os.path.join(parent, f".tmp-{uuid.uuid4().hex}")
     try:
         os.makedirs(tmp)
-        for sub, entries in links.items():
-            os.makedirs(os.path.join(tmp, sub), exist_ok=True)
-            for name, target in entries:
-                os.symlink(target, os.path.join(tmp, sub, name))
-        for rel, (_key, build) in tables.items():
-            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
-            pq.write_table(build(), os.path.join(tmp, rel))
+        fill(tmp)
         try:
             os.rename(tmp, directory)
         except OSError:
-            if not os.path.isdir(directory):  # not a concurrent builder's identical manifest: a real failure
+            if not os.path.isdir(directory):  # not a concurrent builder's identical directory: a real failure
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
