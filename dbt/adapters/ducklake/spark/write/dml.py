@@ -536,8 +536,8 @@ def _first(conds: list[str | None]) -> str:
 
 
 def _values(clauses: list[When], idx: str, cols: list[str], default: dict[str, str], source: bool) -> list[str]:
-    """Each column's new value: per clause (idx: the SQL giving the index of the clause that applies), its assignment
-    (or s.col for SET * / INSERT), else default."""
+    """Each column's new value, an expression without an alias (see _as_columns): per clause (idx: the SQL giving the
+    index of the clause that applies), its assignment (or s.col for SET * / INSERT), else default."""
     out = []
     for c in cols:
         cases = []
@@ -556,13 +556,17 @@ def _values(clauses: list[When], idx: str, cols: list[str], default: dict[str, s
                 cases.append((i, f"({sets[c.lower()]})"))
         base = default.get(c, "NULL")
         if not cases:
-            out.append(f"{base} AS {ident(c)}")
+            out.append(base)
         elif len(cases) == 1 and len([w for w in clauses if w.action != "delete"]) == 1:
-            out.append(f"{cases[0][1]} AS {ident(c)}")
+            out.append(cases[0][1])
         else:
-            out.append("CASE " + " ".join(f"WHEN ({idx}) = {i} THEN {e}" for i, e in cases) + f" ELSE {base} END AS "
-                       + ident(c))
+            out.append("CASE " + " ".join(f"WHEN ({idx}) = {i} THEN {e}" for i, e in cases) + f" ELSE {base} END")
     return out
+
+
+def _as_columns(values: list[str], cols: list[str]) -> list[str]:
+    """_values' expressions named as the table's columns."""
+    return [f"{v} AS {ident(c)}" for v, c in zip(values, cols, strict=True)]
 
 
 VALID_CLAUSES = frozenset({("matched", "update"), ("matched", "delete"), ("not_matched", "insert"),
@@ -616,14 +620,14 @@ def merged_rows_sql(spark: SparkSession, target: str, source: str, cols: list[st
         upd = [str(i) for i, w in enumerate(whens) if w.action == "update"]
         parts.append(f"SELECT {', '.join(old)} {join} WHERE ({idx}) = -1")
         if upd:
-            new = _values(whens, idx, cols, keep, source_values)
+            new = _as_columns(_values(whens, idx, cols, keep, source_values), cols)
             parts.append(f"SELECT {', '.join(new)} {join} WHERE ({idx}) IN ({', '.join(upd)})")
 
     acted(matched, f"FROM {target} t {'JOIN' if matched else 'LEFT SEMI JOIN'} {source} s ON ({on})", True)
     acted(by_source, f"FROM {target} t LEFT ANTI JOIN {source} s ON ({on})", False)
     if inserts:
         idx = _first([w.condition for w in inserts])
-        parts.append(f"SELECT {', '.join(_values(inserts, idx, cols, {}, source=True))} FROM {source} s "
+        parts.append(f"SELECT {', '.join(_as_columns(_values(inserts, idx, cols, {}, source=True), cols))} FROM {source} s "
                      f"LEFT ANTI JOIN {target} t ON ({on}) WHERE ({idx}) >= 0")
     return "\nUNION ALL\n".join(parts)
 
@@ -656,8 +660,7 @@ def _keys_only(on: str, matched: list[When], new: list[str], by_source: list[Whe
     number. None otherwise (the join carries every new value)."""
     if by_source or len(matched) != 1 or matched[0].action != "update" or matched[0].condition is not None:
         return None
-    values = [v.rsplit(" AS ", 1)[0] for v in new]
-    if _source_columns(values, frozenset({"s"})) is None:
+    if _source_columns(new, frozenset({"s"})) is None:
         return None
     return _source_columns([on], frozenset({"s", "t"}))
 
@@ -737,18 +740,9 @@ def _stage_small_merge(spark: SparkSession, tx: Transaction, schema: str, table:
     midx = f"(CASE WHEN {hit} THEN {_first([w.condition for w in matched])} ELSE -1 END)"
     iidx = f"(CASE WHEN {hit} THEN -1 ELSE {_first([w.condition for w in inserts])} END)"
 
-    def named(values: list[str], prefix: str) -> list[str]:
-        """_values' expressions (each `expr AS col`) renamed prefix0, prefix1, ... (both kinds share a row)."""
-        out = []
-        for i, (v, c) in enumerate(zip(values, cols, strict=True)):
-            alias = f" AS {ident(c)}"
-            if not v.endswith(alias):
-                raise AssertionError(v)
-            out.append(f"{v[:-len(alias)]} AS {prefix}{i}")
-        return out
-
-    new = named(_values(matched, midx, cols, from_t, source=True), "__u") if upd else []
-    ins = named(_values(inserts, iidx, cols, {}, source=True), "__v") if inserts else []
+    # both kinds of new row share the joined row: their values are named __u0, __u1, ... and __v0, __v1, ...
+    new = [f"{v} AS __u{i}" for i, v in enumerate(_values(matched, midx, cols, from_t, source=True))] if upd else []
+    ins = [f"{v} AS __v{i}" for i, v in enumerate(_values(inserts, iidx, cols, {}, source=True))] if inserts else []
     unique = merge_equality_columns(on)
     # as bounds_sql counts them: source rows whose key has no NULL, per key
     rep = (f"CASE WHEN {' AND '.join(f'{ident(c)} IS NOT NULL' for c in unique)} THEN count(*) OVER (PARTITION BY "
@@ -757,7 +751,7 @@ def _stage_small_merge(spark: SparkSession, tx: Transaction, schema: str, table:
     source.createOrReplaceTempView(src_view)  # type: ignore[attr-defined]
     where = f"table {info.schema_name}.{info.name}"
     try:
-        extra = ["__rep", "__m", "__i"] + [v.rsplit(" AS ", 1)[1] for v in new + ins]
+        extra = ["__rep", "__m", "__i", *[f"__u{i}" for i in range(len(new))], *[f"__v{i}" for i in range(len(ins))]]
         query = rows_of.ids(
             f"SELECT {rows_of.locators('t')}, s.__rep, {midx} AS __m, {iidx} AS __i{''.join(', ' + v for v in new + ins)}"
             f" FROM (SELECT *, {rep} AS __rep FROM {src_view}) s LEFT JOIN ({rows_of.sql}) t ON ({on})", extra)
@@ -874,8 +868,9 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
         few_hits = False  # the matched rows are few enough to be sent to every task
         if matched or inserts:
             idx = _first([w.condition for w in matched])
-            new = _values(matched, idx, cols, from_t, source=True) if matched else []
-            keys_only = _keys_only(on, matched, new, by_source)
+            values = _values(matched, idx, cols, from_t, source=True) if matched else []
+            new = _as_columns(values, cols)
+            keys_only = _keys_only(on, matched, values, by_source)
             joined = src_view if keys_only is None else \
                 f"(SELECT {', '.join(ident(c) for c in sorted(keys_only | {'__src_row'}))} FROM {src_view})"
             carried = new if keys_only is None else []  # else the updated rows are made from the source below
@@ -921,7 +916,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
             few_hits = bool(matched) and ids.num_rows <= MERGE_BROADCAST_ROWS
         if inserts:
             idx = _first([w.condition for w in inserts])
-            vals = _values(inserts, idx, cols, {}, source=True)
+            vals = _as_columns(_values(inserts, idx, cols, {}, source=True), cols)
             ins = spark.sql(f"SELECT {', '.join(vals)} FROM {unmatched_view} s WHERE ({idx}) >= 0"
                             if unmatched_df is not None else
                             f"SELECT {'/*+ BROADCAST(m) */ ' if few_hits else ''}{', '.join(vals)} FROM {src_view} s "
@@ -932,7 +927,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
             done.rows += sum(f.record_count for f in inserted)
         if by_source:
             idx = _first([w.condition for w in by_source])
-            new = _values(by_source, idx, cols, from_t, source=False)
+            new = _as_columns(_values(by_source, idx, cols, from_t, source=False), cols)
             rest = spark.sql(rows_of.ids(
                 f"SELECT {rows_of.locators('t')}, {idx} AS __clause, {', '.join(new)} "
                 f"FROM {target} t LEFT ANTI JOIN {src_view} s ON ({on}) WHERE ({idx}) >= 0",
