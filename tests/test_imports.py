@@ -65,11 +65,6 @@ KNOWN_LAYER_BREACHES: set[str] = {
     "lake.maintenance.cleanup -> lake.lake",
     "lake.maintenance.compaction -> lake.lake",
     "lake.maintenance.rewrite -> lake.lake",
-    # the catalog folder reaches up into write/: fault injection points and the change-set parser
-    "lake.catalog.database -> lake.write.faults",
-    "lake.catalog.state_advance -> lake.write.conflicts",
-    # a write option's sizes are parsed by the maintenance option parser
-    "lake.write.layout -> lake.maintenance.option_values",
 }
 KNOWN_PRIVATE_IMPORTS: set[str] = set()
 

@@ -14,10 +14,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dbt.adapters.ducklake.lake.catalog.changes_text import parse_changes
 from dbt.adapters.ducklake.lake.lake import DuckLake
 from dbt.adapters.ducklake.lake.paths import join_path, to_local
 from dbt.adapters.ducklake.lake.read.deletes import read_deletion_vector
-from dbt.adapters.ducklake.lake.write.conflicts import parse_changes
 
 KNOWN = {"created_schema", "created_table", "created_view", "created_scalar_macro", "created_table_macro",
          "dropped_schema", "dropped_table", "dropped_view", "dropped_scalar_macro", "dropped_table_macro",

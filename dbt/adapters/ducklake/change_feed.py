@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
+from .lake.catalog.changes_text import parse_changes
 from .lake.catalog.state import LakeState, ci_lookup
 from .lake.errors import DuckLakeError
 from .lake.lake import DuckLake
-from .lake.write.conflicts import parse_changes
 from .spark.read.changes import changes_sql
 from .spark.read.scan import table_sql
 from .spark.sql_literals import ident

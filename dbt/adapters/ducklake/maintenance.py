@@ -13,7 +13,7 @@ from .lake.errors import DuckLakeError
 from .lake.maintenance import cleanup as mt
 from .lake.maintenance.check import check_files
 from .lake.maintenance.checkpoint import STEPS, StepResult, checkpoint
-from .lake.maintenance.option_values import parse_size, parse_threshold
+from .lake.option_values import parse_size, parse_threshold
 from .runtime import Runtime
 from .spark.env.session import is_started
 

@@ -11,10 +11,10 @@ import datetime as dt
 from pyspark.sql import SparkSession
 
 from .change_feed import changes_rows
+from .lake.catalog.changes_text import parse_changes
 from .lake.catalog.state import ci_lookup
 from .lake.errors import DuckLakeError, NoSuchSnapshotError, NoSuchTableError
 from .lake.lake import DuckLake
-from .lake.write.conflicts import parse_changes
 from .spark.read.scan import register_at
 
 

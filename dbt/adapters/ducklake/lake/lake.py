@@ -17,7 +17,7 @@ from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state,
 from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
 from .errors import InvalidOptionError, LakeExistsError, NotALakeError, UnsupportedVersionError
-from .maintenance.option_values import parse_interval, parse_threshold
+from .option_values import parse_interval, parse_threshold
 from .paths import as_dir, to_local
 from .records import SchemaInfo, Snapshot, TableInfo
 from .write import catalog_rows

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
 from ..errors import CatalogConnectionError, CommitStateUnknownError
-from ..write.faults import fault_point
+from ..faults import fault_point
 from . import duckdb_files
 from .arrow_insert import insert_from_arrow
 from .dialect import Dialect, dialect_for

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy.engine import Connection
 
 from ..records import Snapshot
-from ..write.conflicts import parse_changes, unparsed
+from .changes_text import parse_changes, unparsed
 from .database import CatalogDB
 
 # change kinds that touch the table whose id they carry (its files, deletes, inlined rows or definition)

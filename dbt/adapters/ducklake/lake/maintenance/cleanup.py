@@ -17,11 +17,11 @@ from sqlalchemy.engine import Connection
 from ..catalog.database import CatalogDB
 from ..catalog.state import id_list, list_snapshots
 from ..errors import DuckLakeError, InvalidOptionError
+from ..option_values import interval_before
 from ..paths import by_file_io, file_io, join_path, to_local
 from ..records import Snapshot
 from ..write import file_rows
 from .compaction import flush_inlined_data, merge_adjacent_files
-from .option_values import interval_before
 from .rewrite import rewrite_data_files
 
 if TYPE_CHECKING:

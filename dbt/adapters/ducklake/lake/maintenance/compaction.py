@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..catalog.changes_text import parse_changes
 from ..catalog.state import LakeState, load_state
 from ..errors import CommitConflictError, InvalidOptionError
+from ..option_values import parse_size
 from ..paths import delete_file_name, join_path
 from ..read import file_checks
 from ..read.deletes import (
@@ -33,13 +35,11 @@ from ..records import Column, DataFile, DeleteFile, TableInfo
 from ..storage import parquet_source
 from ..write import file_rows
 from ..write.builder import CatalogBuilder
-from ..write.conflicts import parse_changes
 from ..write.datafiles import DataFileSpec
 from ..write.layout import sort_permutation
 from ..write.operations import Operation, bound_table
 from ..write.partitioning import partition_values
 from ..write.writer import NULL_PARTITION_DIR, conform, write_file
-from .option_values import parse_size
 
 if TYPE_CHECKING:
     from ..lake import DuckLake

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..catalog.changes_text import parse_changes
 from ..catalog.state import LakeState
 from ..errors import CommitConflictError
+from ..option_values import parse_threshold
 from ..read import file_checks
 from ..read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..read.inlined import read_inlined
@@ -29,7 +31,6 @@ from ..records import ColumnStats, DataFile, TableColumnStats, TableInfo
 from ..types import parse_type, sort_key
 from ..write import catalog_rows, file_rows
 from ..write.builder import CatalogBuilder
-from ..write.conflicts import parse_changes
 from ..write.datafiles import DataFileSpec
 from ..write.operations import Operation, bound_table
 from ..write.writer import write_file
@@ -44,7 +45,6 @@ from .compaction import (
     schema_versions,
     state_at,
 )
-from .option_values import parse_threshold
 
 if TYPE_CHECKING:
     from ..lake import DuckLake

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, InvalidSortKeyError, NoSuchColumnError
-from ..maintenance.option_values import parse_size
+from ..option_values import parse_size
 from ..records import SortField, TableInfo
 
 # the options DuckDB 1.5.5's inserts read (ducklake_insert.cpp); per_thread_output and hive_file_pattern change

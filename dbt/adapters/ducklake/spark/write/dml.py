@@ -22,12 +22,12 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ...lake.catalog.state import LakeState
+from ...lake.faults import fault_point
 from ...lake.read.inlined import read_inlined
 from ...lake.read.pruning import And, Compare, InValues, Predicate, all_of
 from ...lake.read.scan import plan_scan
 from ...lake.records import Column, TableInfo
 from ...lake.write.datafiles import DataFileSpec
-from ...lake.write.faults import fault_point
 from ...lake.write.transaction import Transaction
 from ..env.session import is_classic
 from ..read.predicates import column_ref, conjuncts, to_predicate, unparen

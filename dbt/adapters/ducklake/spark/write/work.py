@@ -22,11 +22,11 @@ from sqlglot.errors import ParseError
 
 from ...lake.catalog.state import LakeState, ci_lookup
 from ...lake.errors import NoSuchColumnError, NoSuchTableError
+from ...lake.faults import fault_point
 from ...lake.lake import DuckLake
 from ...lake.paths import discard_files, file_io, join_path
 from ...lake.records import Column, Snapshot, TableInfo
 from ...lake.write.clone import CloneUnsupportedError
-from ...lake.write.faults import fault_point
 from ...lake.write.transaction import Transaction
 from ..read.names import SPARK_SQL_TAG
 from ..read.scan import file_uri

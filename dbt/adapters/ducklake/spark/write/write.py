@@ -36,12 +36,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ...lake.errors import InvalidDataFileError, UnsupportedTypeError
+from ...lake.faults import fault_point
 from ...lake.paths import as_dir, data_file_name, discard_dir, discard_files, file_io, join_path, to_local, uuid7
 from ...lake.read.deletes import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ...lake.records import Column, TableInfo
 from ...lake.types import format_value, parse_type
 from ...lake.write.datafiles import DataFileSpec, describe_parquet, read_footer
-from ...lake.write.faults import fault_point
 from ...lake.write.footer_ids import label_field_ids
 from ...lake.write.layout import WriteOptions
 from ...lake.write.partitioning import EPOCH_TRANSFORMS, validate_transform

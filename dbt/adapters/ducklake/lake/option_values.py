@@ -6,7 +6,7 @@ import calendar
 import datetime as dt
 import re
 
-from ..errors import InvalidOptionError
+from .errors import InvalidOptionError
 
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "kib": 1024, "mib": 1024**2,
                "gib": 1024**3, "tib": 1024**4}
