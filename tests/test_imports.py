@@ -52,20 +52,9 @@ for _layer in ("spark.env", "spark.read", "spark.answer", "spark.write", "adapte
 KNOWN_CIRCLES: list[list[str]] = [
     ["connections", "cursor"],  # type-only: the cursor names DuckLakeHandle
     ["credentials", "publish", "runtime"],  # type-only: runtime and publish name DuckLakeCredentials
-    ["lake.lake", "lake.write.clone", "lake.write.transaction"],  # a transaction holds the whole lake
     ["lake.write.builder", "lake.write.inlining"],  # type-only: inlining names CatalogBuilder
 ]
-KNOWN_LAYER_BREACHES: set[str] = {
-    # the format layer's folders still call back into the facade (a transaction, clone, change reads, maintenance)
-    "lake.read.changes -> lake.lake",
-    "lake.write.clone -> lake.lake",
-    "lake.write.transaction -> lake.lake",
-    "lake.maintenance.check -> lake.lake",
-    "lake.maintenance.checkpoint -> lake.lake",
-    "lake.maintenance.cleanup -> lake.lake",
-    "lake.maintenance.compaction -> lake.lake",
-    "lake.maintenance.rewrite -> lake.lake",
-}
+KNOWN_LAYER_BREACHES: set[str] = set()
 KNOWN_PRIVATE_IMPORTS: set[str] = set()
 
 

@@ -20,7 +20,7 @@ from ..read.file_checks import DATA_FILE, DELETE_FILE, ListedFile, content_probl
 from ..records import TableInfo
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
+    from ..catalog.state_source import StateSource
 
 FOOTER_THREADS = 8  # footers read at once (each a small read at the end of a file)
 
@@ -60,7 +60,7 @@ class _Listed:
     end_snapshot: int | None
 
 
-def check_files(lake: DuckLake, schema: str | None = None, table: str | None = None, *,
+def check_files(lake: StateSource, schema: str | None = None, table: str | None = None, *,
                 footers: bool = False) -> CheckResult:
     """Check the files of every table (of a schema, or one table: by its name at the latest snapshot) that any
     snapshot the catalog holds reads; with footers, read each file's footer too.
@@ -93,7 +93,7 @@ def check_files(lake: DuckLake, schema: str | None = None, table: str | None = N
     return CheckResult(n_data, len(listed) - n_data, out)
 
 
-def _wanted(lake: DuckLake, schema: str | None, table: str | None) -> set[int] | None:
+def _wanted(lake: StateSource, schema: str | None, table: str | None) -> set[int] | None:
     """The table ids to check (None: every table the catalog has rows of, dropped ones included)."""
     if table is None and schema is None:
         return None
@@ -107,7 +107,7 @@ def _wanted(lake: DuckLake, schema: str | None, table: str | None) -> set[int] |
     return {t.table_id for t in tables}
 
 
-def _listed(lake: DuckLake, wanted: set[int] | None) -> tuple[dict[int, str], list[_Listed]]:
+def _listed(lake: StateSource, wanted: set[int] | None) -> tuple[dict[int, str], list[_Listed]]:
     """({table id: schema.table}, every data and delete file row of the wanted tables, paths resolved)."""
     db = lake.db
     rd = db.dialect.read_bool

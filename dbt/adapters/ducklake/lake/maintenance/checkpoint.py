@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import cleanup as mt
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
+    from .maintained_lake import MaintainedLake
 
 SHOWN_IDS = 10  # expired snapshot ids a summary lists; beyond that, the first and the last
 STEPS = ("flush_inlined_data", "expire_snapshots", "merge_adjacent_files", "rewrite_data_files", "cleanup_old_files",
@@ -48,7 +48,7 @@ def _tables(rows: list[tuple[Any, ...]]) -> str:
     return f" in {', '.join(f'{r[0]}.{r[1]}' for r in rows)}" if rows else ""
 
 
-def checkpoint(lake: DuckLake, *, force_orphans: bool = False,
+def checkpoint(lake: MaintainedLake, *, force_orphans: bool = False,
                report: Callable[[StepResult], None] | None = None) -> list[StepResult]:
     """Run the six upkeep steps in DuckDB's CHECKPOINT order with no arguments but the lake's options
     (expire_older_than: nothing expires without it; delete_older_than, default 2 days; target_file_size;

@@ -25,7 +25,7 @@ from .compaction import flush_inlined_data, merge_adjacent_files
 from .rewrite import rewrite_data_files
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
+    from .maintained_lake import MaintainedLake
 
 __all__ = ["cleanup_old_files", "delete_orphaned_files", "expire_snapshots", "flush_inlined_data",
            "merge_adjacent_files", "rewrite_data_files"]
@@ -46,7 +46,7 @@ def _aware(ts: dt.datetime) -> dt.datetime:
 
 
 def expire_snapshots(
-    lake: DuckLake,
+    lake: MaintainedLake,
     versions: Sequence[int] | None = None,
     older_than: dt.datetime | None = None,
     dry_run: bool = False,
@@ -160,7 +160,7 @@ def _table_dirs(db: CatalogDB, conn: Connection, data_path: str) -> dict[int, st
     return out
 
 
-def _cutoff(lake: DuckLake, older_than: dt.datetime | None, cleanup_all: bool, what: str) -> dt.datetime | None:
+def _cutoff(lake: MaintainedLake, older_than: dt.datetime | None, cleanup_all: bool, what: str) -> dt.datetime | None:
     if cleanup_all and older_than is not None:
         raise InvalidOptionError(f"{what}: give all=True or older_than, not both")
     if cleanup_all:
@@ -172,7 +172,7 @@ def _cutoff(lake: DuckLake, older_than: dt.datetime | None, cleanup_all: bool, w
 
 
 def cleanup_old_files(
-    lake: DuckLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False
+    lake: MaintainedLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False
 ) -> list[str]:
     """Delete the files scheduled for deletion before older_than (default: the delete_older_than option, else
     2 days ago), or all of them, and their rows, as ducklake_cleanup_old_files does. Returns their paths.
@@ -207,7 +207,7 @@ SPARK_MANIFESTS = "_ducklake_spark"
 
 
 def delete_orphaned_files(
-    lake: DuckLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False,
+    lake: MaintainedLake, older_than: dt.datetime | None = None, all: bool = False, dry_run: bool = False,
     force: bool = False,
 ) -> list[str]:
     """Delete Parquet files under the data path that no catalog row references (data, delete or scheduled files),

@@ -42,8 +42,8 @@ from ..write.partitioning import partition_values
 from ..write.writer import NULL_PARTITION_DIR, conform, write_file
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
     from ..write.transaction import Transaction
+    from .maintained_lake import MaintainedLake
 
 DEFAULT_TARGET_FILE_SIZE = 1 << 29  # the reference's target_file_size default (512 MiB)
 # changes by other writers that invalidate what a compaction read (new inserts do not)
@@ -73,14 +73,14 @@ def tables_of(state: LakeState, schema: str | None, table: str | None) -> list[T
     return list(state.tables.values())
 
 
-def compactable_tables(lake: DuckLake, state: LakeState, schema: str | None, table: str | None) -> list[TableInfo]:
+def compactable_tables(lake: MaintainedLake, state: LakeState, schema: str | None, table: str | None) -> list[TableInfo]:
     """The tables a compaction works on: those named (all by default) whose auto_compact option is not false."""
     # the reference compares the stored text with 'true' exactly
     return [t for t in tables_of(state, schema, table)
             if (lake.option("auto_compact", t.table_id, t.schema_id) or "true") == "true"]
 
 
-def state_at(lake: DuckLake, base: LakeState, snapshot_id: int) -> LakeState:
+def state_at(lake: MaintainedLake, base: LakeState, snapshot_id: int) -> LakeState:
     """The catalog as seen at a snapshot id even if that snapshot was expired (rows carry their own range)."""
     with lake.db.read() as conn:
         return load_state(lake.db, conn, replace(base.snapshot, snapshot_id=snapshot_id), lake.data_path)
@@ -161,7 +161,7 @@ class MergeAdjacent(Operation):
 
 
 def merge_adjacent_files(
-    lake: DuckLake, schema: str | None = None, table: str | None = None, target_file_size: int | None = None,
+    lake: MaintainedLake, schema: str | None = None, table: str | None = None, target_file_size: int | None = None,
     *, min_file_size: int | None = None, max_file_size: int | None = None, max_compacted_files: int | None = None,
 ) -> list[tuple[str, str, int, int]]:
     """Merge small files without deletes per table, schema version and partition, as ducklake_merge_adjacent_files
@@ -207,7 +207,7 @@ def merge_adjacent_files(
     return out
 
 
-def schema_versions(lake: DuckLake, table_id: int) -> list[tuple[int, int]]:
+def schema_versions(lake: MaintainedLake, table_id: int) -> list[tuple[int, int]]:
     with lake.db.read() as conn:
         return [(r[0], r[1]) for r in lake.db.query(
             conn, "SELECT begin_snapshot, schema_version FROM {p}ducklake_schema_versions WHERE table_id = :t "
@@ -229,7 +229,7 @@ def compaction_order(f: DataFile) -> tuple[int, bool, int, int]:
     return f.begin_snapshot, f.row_id_start is None, f.row_id_start or 0, f.data_file_id
 
 
-def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int, min_size: int | None = None,
+def _merge_groups(lake: MaintainedLake, state: LakeState, info: TableInfo, target: int, min_size: int | None = None,
                   max_size: int | None = None) -> list[list[DataFile]]:
     """The reference's GenerateCompactions: candidates (size in [min_size, max_size or target)) in (begin,
     row_id_start, id) order, greedy up to target, groups in order of their first file."""
@@ -257,7 +257,7 @@ def _merge_groups(lake: DuckLake, state: LakeState, info: TableInfo, target: int
     return out
 
 
-def _write_merged(lake: DuckLake, state: LakeState, info: TableInfo, sources: Sequence[DataFile],
+def _write_merged(lake: MaintainedLake, state: LakeState, info: TableInfo, sources: Sequence[DataFile],
                   tx: Transaction) -> _Merge:
     first = sources[0]
     table_v = state_at(lake, state, first.begin_snapshot).table_by_id(info.table_id)
@@ -348,7 +348,7 @@ class FlushInlined(Operation):
 
 
 def flush_inlined_data(
-    lake: DuckLake, schema: str | None = None, table: str | None = None
+    lake: MaintainedLake, schema: str | None = None, table: str | None = None
 ) -> list[tuple[str, str, int]]:
     """Write inlined rows to Parquet files and inlined file deletes to delete files, as ducklake_flush_inlined_data
     does; one snapshot for all tables. Returns (schema, table, rows flushed) for tables with rows flushed.
@@ -370,7 +370,7 @@ def flush_inlined_data(
     return out
 
 
-def _plan_flush(lake: DuckLake, state: LakeState, info: TableInfo, op: FlushInlined, tx: Transaction) -> int:
+def _plan_flush(lake: MaintainedLake, state: LakeState, info: TableInfo, op: FlushInlined, tx: Transaction) -> int:
     flushed = 0
     table_dir = state.table_path(info)
     for it in state.inlined_tables(info):
@@ -430,7 +430,7 @@ def _merged_file_deletes(f: DataFile, tx: Transaction) -> _DeleteSpec:
     return _DeleteSpec(path, len(order), size, footer, min(positions.snapshots), max(positions.snapshots))
 
 
-def _version_begin(lake: DuckLake, table_id: int, schema_version: int) -> int:
+def _version_begin(lake: MaintainedLake, table_id: int, schema_version: int) -> int:
     with lake.db.read() as conn:
         row = lake.db.query(conn, "SELECT min(begin_snapshot) FROM {p}ducklake_schema_versions WHERE table_id = :t "
                                   "AND schema_version = :v", {"t": table_id, "v": schema_version})

@@ -47,8 +47,8 @@ from .compaction import (
 )
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
     from ..write.transaction import Transaction
+    from .maintained_lake import MaintainedLake
 
 DEFAULT_DELETE_THRESHOLD = 0.95  # the reference's default of the rewrite_delete_threshold option
 # the reference recomputes a table's stats with inlined rows only when every top-level column is one of these
@@ -188,7 +188,7 @@ def _check_no_new_inlined_rows(b: CatalogBuilder, table_id: int, base: int) -> N
 
 
 def rewrite_data_files(
-    lake: DuckLake, schema: str | None = None, table: str | None = None, delete_threshold: float | None = None,
+    lake: MaintainedLake, schema: str | None = None, table: str | None = None, delete_threshold: float | None = None,
 ) -> list[tuple[str, str, int, int]]:
     """Rewrite the data files whose deleted fraction is at least delete_threshold, as ducklake_rewrite_data_files
     does; one snapshot for all tables. Returns (schema, table, files rewritten, files created) per table changed.
@@ -228,7 +228,7 @@ def _deleted(f: DataFile) -> int:
     return (f.delete_file.delete_count if f.delete_file is not None else 0) + len(f.inlined_deletes)
 
 
-def _rewrite_groups(lake: DuckLake, state: LakeState, info: TableInfo, threshold: float) -> list[list[DataFile]]:
+def _rewrite_groups(lake: MaintainedLake, state: LakeState, info: TableInfo, threshold: float) -> list[list[DataFile]]:
     """The reference's candidates: live files with deletes of at least threshold of their rows, grouped by schema
     version and partition, each group in the reference's file order."""
     versions = schema_versions(lake, info.table_id)
@@ -241,7 +241,7 @@ def _rewrite_groups(lake: DuckLake, state: LakeState, info: TableInfo, threshold
     return list(groups.values())
 
 
-def _write_rewritten(lake: DuckLake, state: LakeState, info: TableInfo, sources: Sequence[DataFile],
+def _write_rewritten(lake: MaintainedLake, state: LakeState, info: TableInfo, sources: Sequence[DataFile],
                      tx: Transaction) -> _Rewrite:
     """One file of the group's remaining rows, in the table's columns as of the first source's snapshot, each row
     with its row id (deleted rows leave gaps, so row ids are always written)."""

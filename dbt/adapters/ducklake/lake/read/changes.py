@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..catalog.database import CatalogDB
 from ..catalog.state import LakeState, load_files
 from ..catalog.state_advance import changed_by
-from ..lake import DuckLake
+from ..catalog.state_source import StateSource
 from ..records import DataFile, TableInfo
 from .deletes import SNAPSHOT_COLUMN, delete_file_has_snapshots, read_delete_file
 from .file_checks import DELETE_FILE, ListedFile, data_file, reading, verify
@@ -63,7 +63,7 @@ def changes_context(schema: str, table: str, start: int, end: int) -> str:
     return f"lake table {schema}.{table} (changes from snapshot {start} to {end})"
 
 
-def plan_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) -> TableChanges:
+def plan_changes(lake: StateSource, schema: str, table: str, start: int, end: int) -> TableChanges:
     """The files, positions and inlined rows that changed in schema.table within snapshots [start, end].
 
     Raises:
@@ -203,7 +203,7 @@ def _inlined_changes(state: LakeState, conn: object, info: TableInfo, start: int
     return ins, dels
 
 
-def read_changes(lake: DuckLake, schema: str, table: str, start: int, end: int) -> pa.Table:
+def read_changes(lake: StateSource, schema: str, table: str, start: int, end: int) -> pa.Table:
     """The change feed as Arrow: snapshot_id, rowid, change_type, then the table's columns (as of end)."""
     plan = plan_changes(lake, schema, table, start, end)
     cols = plan.table.columns

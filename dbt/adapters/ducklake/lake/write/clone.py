@@ -45,7 +45,7 @@ from .operations import Operation, bound_table
 from .writer import write_data_files
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
+    from .lake_handle import LakeHandle
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +224,7 @@ def _insert_delete(b: CatalogBuilder, info: TableInfo, table_dir: str, data_file
 
 
 # planning (reads the source; writes nothing) ----------------------------------------------------------------------
-def plan_clone(lake: DuckLake, state: LakeState, source: TableInfo, schema: str, name: str, *,
+def plan_clone(lake: LakeHandle, state: LakeState, source: TableInfo, schema: str, name: str, *,
                mode: str = HARD_LINK) -> CloneData:
     """What cloning `source` as of `state` into schema.name takes: the files and their deletes at the snapshot.
 
@@ -297,7 +297,7 @@ def _subdir(path: str, source_dir: str) -> str:
     return rel.rsplit("/", 1)[0]
 
 
-def _retired_columns(lake: DuckLake, source: TableInfo) -> tuple[tuple[Any, ...], ...]:
+def _retired_columns(lake: LakeHandle, source: TableInfo) -> tuple[tuple[Any, ...], ...]:
     """The latest row of each column id the source ever had above its live ids (DuckDB numbers a new column
     MAX(column_id) + 1 over all rows of the table, dropped ones included)."""
     live = source.max_column_id()

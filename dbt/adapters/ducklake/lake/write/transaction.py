@@ -36,7 +36,7 @@ from .delete_files import DeleteFileSpec
 from .inlining import remove_inlined_files
 
 if TYPE_CHECKING:
-    from ..lake import DuckLake
+    from .lake_handle import LakeHandle
     from .layout import WriteOptions
 
 logger = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class Transaction:
 
     def __init__(
         self,
-        lake: DuckLake,
+        lake: LakeHandle,
         *,
         author: str | None = None,
         commit_message: str | None = None,
