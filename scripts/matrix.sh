@@ -6,7 +6,10 @@
 # The whole suite runs on the default set (constraints.txt, scripts/test.sh); this checks the other versions in
 # minutes instead of running it again per variant. CI (.ci/run) runs it after the suite.
 #
-# Usage: bash scripts/matrix.sh [variant...]   (default: every constraints-*.txt; e.g. `bash scripts/matrix.sh spark42`)
+# Usage: bash scripts/matrix.sh [--prepare] [variant...]   (default: every constraints-*.txt; e.g. `... spark42`)
+#   --prepare: only install each environment's dependencies (not the project, so the checkout's tree is not touched);
+#   CI runs it in the background of the suite (mostly downloads and unpacking), and the matrix then only adds the
+#   project to each environment.
 # Env: MATRIX_CACHE (where the environments live, default ~/.cache/dbt-ducklake-matrix), PYTHON (default python3).
 set -euo pipefail
 exec </dev/null
@@ -35,6 +38,13 @@ SPARK_SMOKE=(tests/spark/test_cluster.py)
 # the many-file read at 300 files (two manifest chunks): the 2,000 of the whole suite are not what a version changes
 export DUCKLAKE_MANY_FILES=${DUCKLAKE_MANY_FILES:-300}
 
+PREPARE=0
+if [ "${1:-}" = "--prepare" ]; then
+    PREPARE=1
+    shift
+    # the dependency list is read from pyproject.toml with tomllib (Python 3.11+); without it the matrix builds as usual
+    "$PYTHON" -c 'import tomllib' 2>/dev/null || { echo "matrix --prepare needs Python 3.11+: skipped"; exit 0; }
+fi
 if [ "$#" -gt 0 ]; then
     variants=("$@")
 else
@@ -63,11 +73,29 @@ for v in "${variants[@]}"; do
     # rebuilt only when its constraints file (or the project's dependencies) changed
     key=$(cat "$cons" pyproject.toml | sha256sum | cut -c1-16)
     start=$SECONDS
+    if [ "$PREPARE" -eq 1 ]; then
+        if [ "$(cat "$env_dir/.key" 2>/dev/null)" != "$key" ] && [ "$(cat "$env_dir/.deps" 2>/dev/null)" != "$key" ]; then
+            printf '\n==> %s: preparing %s\n' "$v" "$env_dir"
+            rm -rf "$env_dir"
+            "$PYTHON" -m venv "$env_dir"
+            mapfile -t deps < <("$PYTHON" -c 'import tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print("\n".join(p["dependencies"] + p["optional-dependencies"]["test"]))')
+            "$env_dir/bin/pip" install -q --no-compile -c "$cons" "${deps[@]}"
+            echo "$key" >"$env_dir/.deps"
+        fi
+        continue
+    fi
     if [ "$(cat "$env_dir/.key" 2>/dev/null)" != "$key" ]; then
-        printf '\n==> %s: building %s\n' "$v" "$env_dir"
-        rm -rf "$env_dir"
-        "$PYTHON" -m venv "$env_dir"
-        "$env_dir/bin/pip" install -q --no-compile -c "$cons" -e "$REPO[test]"  # modules compile on first import
+        if [ "$(cat "$env_dir/.deps" 2>/dev/null)" = "$key" ]; then  # prepared: its dependencies are in
+            printf '\n==> %s: adding the project to %s\n' "$v" "$env_dir"
+            "$env_dir/bin/pip" install -q --no-compile --no-deps -c "$cons" -e "$REPO"
+        else
+            printf '\n==> %s: building %s\n' "$v" "$env_dir"
+            rm -rf "$env_dir"
+            "$PYTHON" -m venv "$env_dir"
+            "$env_dir/bin/pip" install -q --no-compile -c "$cons" -e "$REPO[test]"  # modules compile on first import
+        fi
         echo "$key" >"$env_dir/.key"
     fi
     built=$((SECONDS - start))
@@ -88,6 +116,7 @@ print(", ".join(f"{d} {v(d)}" for d in ("pyspark", "dbt-core", "dbt-spark", "dbt
     summary+=("$v: exit $rc, build ${built}s, tests $((SECONDS - start - built))s")
     [ "$rc" -eq 0 ] || overall=1
 done
+[ "$PREPARE" -eq 0 ] || exit 0
 printf '\n==> matrix\n'
 printf '%s\n' "${summary[@]}"
 exit "$overall"
