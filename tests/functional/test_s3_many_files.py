@@ -31,7 +31,8 @@ _CHILD = r"""
 import json, sys
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.lake.storage import ObjectStoreConfig, configure_object_store
-from dbt.adapters.ducklake.spark import first_read, s3a, scan
+from dbt.adapters.ducklake.spark.env import s3a
+from dbt.adapters.ducklake.spark.read import first_read, scan
 from dbt.adapters.ducklake.spark.env.session import build_session
 
 a = json.loads(sys.argv[1])

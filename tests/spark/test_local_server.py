@@ -31,7 +31,7 @@ CLIENT_TIMEOUT = 400.0  # a first attach starts a JVM: 20-60 s on the shared 2-c
 # attach, run a query through the server, optionally hold the lease until a file exists, print the outcome as JSON
 CLIENT = """
 import json, os, sys, time
-from dbt.adapters.ducklake.spark import local_server
+from dbt.adapters.ducklake.spark.env import local_server
 from dbt.adapters.ducklake.spark.env.session import gateway_session
 scope, root, idle, hold = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 print(json.dumps({"begin": time.time()}), flush=True)
@@ -134,7 +134,7 @@ def test_server_directory_is_per_scope_and_settings(tmp_path: Path) -> None:
 # cancels its own jobs, leaves; prints what it saw as JSON lines
 SHARER = """
 import json, os, sys, threading, time
-from dbt.adapters.ducklake.spark import local_server
+from dbt.adapters.ducklake.spark.env import local_server
 from dbt.adapters.ducklake.spark.env.session import cancel_all, gateway_session, is_classic, leave_gateway, tag_jobs
 scope, root, me, mode, go = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 server = local_server.attach(scope, "test " + scope, "local[2]", {}, idle_timeout=60, root=root)
