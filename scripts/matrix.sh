@@ -12,6 +12,9 @@
 #   project to each environment.
 # Env: MATRIX_CACHE (where the environments live, default ~/.cache/dbt-ducklake-matrix), PYTHON (default python3).
 set -euo pipefail
+# every process the suite starts (dbt commands, Spark's Python workers) imports the package and dbt: with byte code
+# kept it compiles them once, not at each start (a setting some images make)
+unset PYTHONDONTWRITEBYTECODE
 exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$PWD

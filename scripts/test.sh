@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The test command of the README: setup from nothing, then ruff and the whole test suite.
 set -euo pipefail
+# every process the suite starts (dbt commands, Spark's Python workers) imports the package and dbt: with byte code
+# kept it compiles them once, not at each start (a setting some images make)
+unset PYTHONDONTWRITEBYTECODE
 exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 START=$SECONDS

@@ -202,6 +202,9 @@ def test_two_builds_with_a_worker_killed_mid_model(rig: Rig) -> None:
     files = rig.duckdb(catalog, ["select data_file from ducklake_list_files('lake', 'orders_paced')"])[0]
     assert files and all(str(f[0]).startswith(data_path) for f in files)
     assert rig.lakecheck(catalog) == []
+    if not FULL:  # the second build (a MERGE, a snapshot's new versions on the cluster) is in the full suite
+        _no_local_lake_files(rig)
+        return
     # DuckDB changes a source; build 2 merges those changes (change feed, snapshot) and rebuilds the rest
     rig.duckdb(catalog, UPSTREAM)
     _dbt(rig, project, "build", *BUILD)  # an executor lost mid-MERGE is survived too (the MERGE runs again)

@@ -374,7 +374,8 @@ def test_every_feature_on_s3(backend: str, tmp_path: Path, s3_server: s3.S3Serve
 
 
 @pytest.mark.skipif(FULL, reason="the whole project runs on these catalogs under DUCKLAKE_TEST_FULL")
-@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres), "duckdb", "sqlite"])
+# a SQLite catalog on S3 is the dbt test of test_object_store.py
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres), "duckdb"])
 def test_other_catalogs_on_s3(backend: str, tmp_path: Path, s3_server: s3.S3Server,
                               request: pytest.FixtureRequest) -> None:
     """The cheap check per catalog: one dbt process reads DuckDB's files and delete files on S3 (a change feed and a

@@ -10,6 +10,7 @@ import pytest
 
 from tests.functional.test_without_spark import _dbt, _project
 from tests.support import reference
+from tests.support.coverage import full_only
 
 HEADER = "name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\n"
 INCREMENTAL = """
@@ -20,6 +21,7 @@ select id, at from {{ ref('events') }}
 
 
 @pytest.mark.slow
+@full_only("a lake made by an older release's seed inference: a one-time upgrade path")
 def test_an_incremental_model_keeps_its_timestamptz_column_over_a_reseeded_timestamp(tmp_path: Path) -> None:
     catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
     project = _project(tmp_path / "p", catalog, data)

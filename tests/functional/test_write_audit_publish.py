@@ -155,6 +155,9 @@ def _check_build_cycle(catalog: str, tmp_path: Path, extra: dict[str, object] | 
     with reference.attached(catalog, read_only=True) as con:
         assert con.execute("SELECT sum(doubled) FROM lake.main.stg").fetchone()[0] == 300
     files_ok = _files(data)
+    if not FULL:  # the failed build and its fixed rerun on this backend are in the full suite (a failed build that
+        assert violations(catalog) == []  # publishes nothing is also the test below)
+        return
 
     # 2. a build whose error-severity test fails: nothing published, no file left
     _seed(p, [(1, 10), (2, -20), (3, 30), (6, 60)])

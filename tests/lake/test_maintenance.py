@@ -23,7 +23,7 @@ from dbt.adapters.ducklake.lake.maintenance.checkpoint import checkpoint
 from tests.conftest import _catalog_url
 from tests.lake.compare import arrow_rows, plain_rows
 from tests.support import reference, s3
-from tests.support.coverage import pairs
+from tests.support.coverage import FULL, pairs
 from tests.support.invariants import violations
 from tests.support.postgres import PostgresServer
 from tests.support.reference_lakes import build, reference_state
@@ -126,7 +126,8 @@ SCENARIOS = ["repeated_deletes", "updates", "schema_evolution", "partitioning", 
              "deletion_vectors"]
 # PostgreSQL runs the scenarios that exercise its own catalog code paths (typed inlined values, dropped tables,
 # partition values, compaction); the others differ from SQLite only in SQL both share
-PG_SCENARIOS = ["inlined", "drops", "partitioning", "compaction"]
+# (typed inlined values and partition values by default)
+PG_SCENARIOS = ["inlined", "drops", "partitioning", "compaction"] if FULL else ["inlined", "partitioning"]
 
 
 def _by_backend(scenarios: list[str], pg: list[str]) -> list[Any]:

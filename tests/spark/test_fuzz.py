@@ -8,10 +8,10 @@ from pyspark.sql import SparkSession
 from tests.support.coverage import FULL
 from tests.support.fuzz import OPERATIONS, run_sequences
 
-# one seeded sequence of 16 steps in the default run (about 70 s here), three of 12 with DUCKLAKE_TEST_FULL=1;
+# one seeded sequence of 8 steps in the default run, three of 12 with DUCKLAKE_TEST_FULL=1;
 # bench/fuzz.py runs the long ones
 SEEDS = [11, 12, 13] if FULL else [11]
-LENGTH = 12 if FULL else 16
+LENGTH = 12 if FULL else 8
 
 
 def test_seeded_sequences_agree_with_duckdb(spark: SparkSession) -> None:

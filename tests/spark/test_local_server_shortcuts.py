@@ -29,6 +29,7 @@ from dbt.adapters.ducklake.seeds import seed_dataframe
 from dbt.adapters.ducklake.spark.write.work import LakeWork
 from tests.spark.test_read_pruning import PRUNED, SETUP, UNPRUNED
 from tests.support import reference
+from tests.support.coverage import full_only
 from tests.support.invariants import violations
 from tests.support.local_servers import servers_root
 from tests.support.spark_cluster import run_python
@@ -266,6 +267,7 @@ def test_after_a_commit_on_connect_each_session_reads_the_new_version_after_its_
     assert _duckdb(catalog, "SELECT id FROM lake.main.n") == [(7,)]
 
 
+@full_only("pruned reads are test_read_pruning's, in-process; their analysis after the block on Connect")
 def test_filtered_reads_on_connect_skip_files_and_give_sparks_and_duckdbs_rows(server_root: str,
                                                                               tmp_path: Path) -> None:
     """tests/spark/test_read_pruning's lake and queries through the server: a pruned read answers with the files it

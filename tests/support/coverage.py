@@ -11,6 +11,8 @@ import os
 from collections.abc import Sequence
 from typing import TypeVar
 
+import pytest
+
 A = TypeVar("A")
 B = TypeVar("B")
 
@@ -27,3 +29,8 @@ def pairs(firsts: Sequence[A], seconds: Sequence[B], per_first: int = 1) -> list
         for k in range(min(per_first, len(seconds))):
             out.append((a, seconds[(i * per_first + k) % len(seconds)]))
     return out
+
+
+def full_only(why: str) -> pytest.MarkDecorator:
+    """Skip a test outside the full run; `why` says what covers its ground by default (or why it can wait)."""
+    return pytest.mark.skipif(not FULL, reason=f"{why} (the full suite: DUCKLAKE_TEST_FULL=1)")

@@ -31,7 +31,8 @@ _MASTER_UI_PORT = re.compile(r"Successfully started service 'MasterUI' on port (
 _T = TypeVar("_T")
 # Short-lived JVMs on a small machine: the C1 compiler only and a serial GC start faster and burn far less CPU (roughly
 # halves the cluster test's CPU time); for daemons here, for a driver and executors as spark.{driver,executor}.extraJavaOptions.
-FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+FAST_JVM_OPTIONS = f"{C1_ONLY} -XX:+UseSerialGC"
 
 
 class ClusterError(RuntimeError):

@@ -10,6 +10,8 @@ from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_incremental import BaseIncremental
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 
+from tests.support.coverage import full_only
+
 
 def _target(catalog: str, ducklake_root: str, unique_schema: str) -> dict[str, object]:
     return {
@@ -35,10 +37,12 @@ class TestSimpleMaterializationsSQLite(OnSQLite, BaseSimpleMaterializations):
     pass
 
 
+@full_only("the incremental suite on SQLite: the same catalog SQL as its table suite and PostgreSQL's")
 class TestIncrementalSQLite(OnSQLite, BaseIncremental):
     pass
 
 
+@full_only("a snapshot on SQLite: the same catalog SQL as PostgreSQL's snapshot suite")
 class TestSnapshotTimestampSQLite(OnSQLite, BaseSnapshotTimestamp):
     pass
 

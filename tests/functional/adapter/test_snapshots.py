@@ -33,6 +33,8 @@ from dbt.tests.adapter.simple_snapshot.test_various_configs import (
 )
 from dbt.tests.util import check_relations_equal, run_dbt, run_sql_with_adapter
 
+from tests.support.coverage import full_only
+
 
 @pytest.fixture(autouse=True)
 def spark_dialect_setup_sql(project: object, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,6 +77,7 @@ class TestSnapshotColumnNames(BaseSnapshotColumnNames):
     pass
 
 
+@full_only("column names from the project file: the same macros as TestSnapshotColumnNames")
 class TestSnapshotColumnNamesFromDbtProject(BaseSnapshotColumnNamesFromDbtProject):
     pass
 
@@ -83,14 +86,17 @@ class TestSnapshotInvalidColumnNames(BaseSnapshotInvalidColumnNames):
     pass
 
 
+@full_only("a key of several columns: the check and timestamp suites' SQL with a longer join")
 class TestSnapshotMultiUniqueKey(BaseSnapshotMultiUniqueKey):
     pass
 
 
+@full_only("hard_deletes='new_record': TestSnapshotNewRecordDbtValidToCurrent takes it by default")
 class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
     pass
 
 
+@full_only("hard_deletes='new_record': TestSnapshotNewRecordDbtValidToCurrent takes it by default")
 class TestSnapshotNewRecordCheckMode(BaseSnapshotNewRecordCheckMode):
     pass
 
