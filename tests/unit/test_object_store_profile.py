@@ -7,8 +7,7 @@ import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.ducklake.credentials import DuckLakeCredentials
-from dbt.adapters.ducklake.runtime import _s3_secrets, spark_conf
-from dbt.adapters.ducklake.spark.env import s3a
+from dbt.adapters.ducklake.spark.env import profile_session, s3a
 
 SECRET = "wJalr/XUtnFEMI+K7MDENG"
 TOKEN = "FwoGZXIvYXdzE+token/=="
@@ -35,26 +34,27 @@ def test_secrets_are_masked() -> None:
 
 def test_spark_settings_keep_secrets_apart() -> None:
     creds = _creds()
-    conf = spark_conf(creds)
+    conf = profile_session.spark_conf(creds.session_spec())
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert conf["spark.hadoop.fs.s3a.access.key"] == "AKIAEXAMPLE"
     assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith("TemporaryAWSCredentialsProvider")
     assert not any(SECRET in v or TOKEN in v for v in conf.values())
-    assert _s3_secrets(creds) == {"spark.hadoop.fs.s3a.secret.key": SECRET, "spark.hadoop.fs.s3a.session.token": TOKEN}
+    assert profile_session.s3_secrets(creds.session_spec()) == {"spark.hadoop.fs.s3a.secret.key": SECRET,
+                                                                "spark.hadoop.fs.s3a.session.token": TOKEN}
 
 
 def test_default_chain_without_keys() -> None:
     creds = _creds(s3_access_key_id=None, s3_secret_access_key=None, s3_session_token=None, s3_endpoint=None,
                    s3_url_style=None, s3_use_ssl=None)
-    conf = spark_conf(creds)
+    conf = profile_session.spark_conf(creds.session_spec())
     assert not any(k.startswith("spark.hadoop.fs.s3a.") and k != "spark.hadoop.fs.s3a.endpoint.region" for k in conf)
-    assert _s3_secrets(creds) == {}
+    assert profile_session.s3_secrets(creds.session_spec()) == {}
 
 
 def test_local_lake_gets_no_s3_settings(tmp_path: object) -> None:
-    conf = spark_conf(_creds(data_path=f"{tmp_path}/data/"))
+    conf = profile_session.spark_conf(_creds(data_path=f"{tmp_path}/data/").session_spec())
     assert not any("s3a" in k for k in conf) and "spark.driver.extraClassPath" not in conf
 
 

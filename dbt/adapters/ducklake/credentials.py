@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import json
 import os
 import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
 from dbt.adapters.contracts.connection import Credentials
@@ -20,6 +21,9 @@ from sqlalchemy.engine import make_url
 from .invocation import dbt_command
 from .lake.catalog.url import CatalogLocation, parse_catalog
 from .lake.storage import ObjectStoreConfig
+
+if TYPE_CHECKING:
+    from .spark.env.profile_session import SessionSpec
 
 MASTER_PREFIXES = ("local", "spark://", "sc://")
 # a warm Spark driver on this machine that successive dbt commands share: local-server, local-server[N]
@@ -193,12 +197,24 @@ class DuckLakeCredentials(Credentials):
                 conf = {**s3a.connector_conf(conf, self.master), **conf}
             yield "spark_class_archive", class_archive.status(conf)
 
+    def session_spec(self) -> SessionSpec:
+        """What starting or joining Spark takes from this profile (spark/env/profile_session)."""
+        from .spark.env.profile_session import SessionSpec
+
+        # one warm server per lake: Spark's session catalog, where lake tables get their names, is shared by all its
+        # sessions
+        scope = json.dumps({"catalog": self.catalog, "data_path": self.data_path, "password": self.password})
+        return SessionSpec(master=self.master, spark_config=self.spark_config, object_store=self.object_store(),
+                           server_master=self.server_master, server_scope=scope,
+                           server_label=f"the lake {self.catalog_display} ({self.data_path})",
+                           server_idle_timeout=self.server_idle_timeout)
+
     def server_status(self) -> str:
         """The local server of this profile, as `dbt debug` shows it before connecting (starts nothing)."""
-        from .runtime import server_dir
         from .spark.env import local_server
+        from .spark.env.profile_session import server_dir
 
-        directory = server_dir(self)
+        directory = server_dir(self.session_spec())
         info = local_server.status(directory)
         if info is None:
             return f"not running (the first command starts it); its log: {directory}/server.log"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame
@@ -41,8 +41,9 @@ from .spark.read.names import table_refs
 from .spark.sql_literals import python_literal
 
 if TYPE_CHECKING:
-    from .connections import DuckLakeHandle
+    from .credentials import DuckLakeCredentials
     from .runtime import Runtime
+    from .spark.write.work import LakeWork
 
 
 T = TypeVar("T")
@@ -57,8 +58,29 @@ def render_bindings(sql: str, bindings: Sequence[Any] | None) -> str:
     return sql % tuple(python_literal(v) for v in bindings)
 
 
+class StatementHost(Protocol):
+    """What a cursor uses of the connection that opens it (connections.DuckLakeHandle): its runtime, its profile, its
+    unit of work and its Ctrl-C state. Named here so that the cursor does not import the module that makes it."""
+
+    runtime: Runtime
+    creds: DuckLakeCredentials
+    job_tag: str
+    running: int
+    cancelled: bool
+
+    def begin(self) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def read_state(self) -> LakeState: ...
+
+    def run_change(self, stage: Callable[[LakeWork], int], change: Change, base: LakeState | None = None) -> int: ...
+
+
 class DuckLakeCursor:
-    def __init__(self, handle: DuckLakeHandle) -> None:
+    def __init__(self, handle: StatementHost) -> None:
         self.handle = handle
         self._df: DataFrame | None = None
         self._description: list[tuple] | None = None  # of a result computed without Spark (`_answered`)

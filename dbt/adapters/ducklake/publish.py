@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -26,7 +26,11 @@ from .spark.write.work import LakeWork
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .runtime import Runtime
+    from pyspark.sql import SparkSession
+
+    from .change_feed import Cursors
+    from .lake.lake import DuckLake
+    from .spark.read.names import LakeNames
 
 logger = AdapterLogger("DuckLake")
 
@@ -38,10 +42,22 @@ BLOCKING = frozenset({"error", "fail", "skipped", "runtime error", "partial succ
 NO_NODE = "(outside a node)"  # changes made by hooks of the run itself (on-run-start / on-run-end)
 
 
+class BuildHost(Protocol):
+    """What a build uses of the process's runtime (runtime.Runtime): its session, lake, names and change-feed
+    cursors, and where the invocation's build is kept. Named here so that this module does not import the runtime,
+    which keeps a build."""
+
+    spark: SparkSession
+    lake: DuckLake
+    names: LakeNames
+    cursors: Cursors
+    build: Build | None
+
+
 class Build:
     """The staged changes of one dbt invocation, and what its nodes reported."""
 
-    def __init__(self, runtime: Runtime, invocation_id: str) -> None:
+    def __init__(self, runtime: BuildHost, invocation_id: str) -> None:
         self.runtime = runtime
         self.invocation_id = invocation_id
         self.lock = threading.RLock()
@@ -150,7 +166,7 @@ class Build:
 _LOCK = threading.Lock()
 
 
-def build_for(runtime: Runtime, enabled: bool) -> Build | None:
+def build_for(runtime: BuildHost, enabled: bool) -> Build | None:
     """The invocation's build when write-audit-publish is on for this command (created on the first connection of
     the invocation, when it also starts listening to dbt's node results)."""
     if not enabled:

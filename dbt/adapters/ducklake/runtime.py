@@ -10,17 +10,16 @@ following it. The embedded session is lazy (`LazySession`): the first statement 
 session, or the start's error, as if it had started it; statements answered without Spark (data tests the catalog's
 statistics or the driver answer) do not wait for it. With `master: local-server` the session is lazy too: the warm
 server (a shared driver JVM) is found or started when the runtime is made, and joined at the first statement.
+
+How a session is started or joined, and with which settings, is the Spark layer's (spark/env/profile_session); this
+module decides when, and reports failures as the profile's.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import json
 import logging
 import os
-import signal
-import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -33,18 +32,10 @@ from .change_feed import Cursors
 from .invocation import dbt_command as _command
 from .lake.lake import DuckLake
 from .lake.paths import to_local
-from .lake.storage import ObjectStoreConfig, check_object_store, configure_object_store, file_io
-from .spark.env import local_server, s3a
+from .lake.storage import check_object_store, configure_object_store, file_io
+from .spark.env import profile_session
 from .spark.env.local_server import LocalServer
-from .spark.env.session import (
-    LazySession,
-    build_session,
-    cancel_all,
-    connect_session,
-    gateway_session,
-    leave_gateway,
-    set_hadoop_conf,
-)
+from .spark.env.session import LazySession
 from .spark.read.names import LakeNames
 
 if TYPE_CHECKING:
@@ -134,7 +125,7 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             if _embedded(creds) or server is not None:
                 spark: SparkSession = LazySession(lambda: _start_embedded(creds, key, server),  # type: ignore[assignment]
                                                   classic=True)
-                _cancel_on_interrupt(spark)
+                profile_session.cancel_on_interrupt(spark)
             else:
                 with _component(f"Spark (master {creds.master!r})", creds):
                     spark, _ = _spark(creds)
@@ -147,7 +138,7 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
 
 def _embedded(creds: DuckLakeCredentials) -> bool:
     """A driver JVM of this process (not Spark Connect, not the warm local server's shared driver)."""
-    return not creds.master.startswith("sc://") and creds.server_master is None
+    return creds.server_master is None and not creds.master.startswith("sc://")
 
 
 def _start_embedded(creds: DuckLakeCredentials, key: tuple, server: LocalServer | None = None) -> SparkSession:
@@ -157,19 +148,6 @@ def _start_embedded(creds: DuckLakeCredentials, key: tuple, server: LocalServer 
         future = _PRESTARTS.pop(key, None)
     with _component(f"Spark (master {creds.master!r})", creds):
         return (future.result() if future is not None else _spark(creds, server))[0]
-
-
-def _cancel_on_interrupt(spark: LazySession | SparkSession) -> None:
-    """As PySpark does when a session starts in the main thread: Ctrl-C cancels the running Spark jobs (the lazy
-    session may start in one of dbt's threads, where PySpark installs no handler)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def cancel(_signum: int, _frame: object) -> None:
-        cancel_all(spark)  # type: ignore[arg-type]
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, cancel)
 
 
 def prestart(creds: DuckLakeCredentials) -> None:
@@ -268,54 +246,10 @@ def spark_log_file() -> str:
     return os.path.abspath(os.path.join(str(log_path or "logs"), "spark.log"))
 
 
-def spark_conf(creds: DuckLakeCredentials) -> dict[str, str]:
-    """The Spark settings of a profile: the adapter's defaults, the S3 connector's (for a data path on S3: its jars,
-    endpoint, URL style and key id; the secret key is set apart, `_s3_secrets`), then the profile's `spark_config`."""
-    # ANSI off as dbt-spark sets it: its macros (and users' Spark SQL) expect Spark's classic casts
-    conf = {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false", "spark.sql.ansi.enabled": "false",
-            "spark.sql.shuffle.partitions": "8"}
-    store = creds.object_store()
-    if store is not None:
-        conf.update(s3a.split_secrets(_s3a_settings(store))[0])
-        conf.update(s3a.connector_conf(creds.spark_config, creds.master))
-    return {**conf, **creds.spark_config}
-
-
-def _s3a_settings(store: ObjectStoreConfig) -> dict[str, str]:
-    return s3a.hadoop_conf(key_id=store.key_id, secret=store.secret, session_token=store.session_token,
-                           region=store.region, endpoint=store.endpoint, url_style=store.url_style,
-                           use_ssl=store.use_ssl)
-
-
-def _s3_secrets(creds: DuckLakeCredentials) -> dict[str, str]:
-    """The S3 secret key and session token as Hadoop settings (set on the running context, never in SparkConf)."""
-    store = creds.object_store()
-    return {} if store is None else s3a.split_secrets(_s3a_settings(store))[1]
-
-
-def server_dir(creds: DuckLakeCredentials) -> str:
-    """The directory of the warm local server for this profile (`master: local-server`)."""
-    return local_server.server_dir(_server_scope(creds), _server_master(creds), spark_conf(creds))
-
-
-def _server_master(creds: DuckLakeCredentials) -> str:
-    """The master the warm server runs (callers ask only for a profile that has one)."""
-    master = creds.server_master
-    if master is None:
-        raise SetupError(f"master {creds.master!r} starts no local server")
-    return master
-
-
-def _server_scope(creds: DuckLakeCredentials) -> str:
-    # one server per lake: Spark's session catalog, where lake tables get their names, is shared by all its sessions
-    return json.dumps({"catalog": creds.catalog, "data_path": creds.data_path, "password": creds.password})
-
-
 def _attach_server(creds: DuckLakeCredentials) -> LocalServer:
     from dbt.adapters.events.logging import AdapterLogger
 
-    server = local_server.attach(_server_scope(creds), f"the lake {creds.catalog_display} ({creds.data_path})",
-                                 _server_master(creds), spark_conf(creds), idle_timeout=creds.server_idle_timeout)
+    server = profile_session.attach_server(creds.session_spec())
     log = AdapterLogger("DuckLake")
     # a new daemon is worth a line on the terminal (`dbt debug` shows the server in any case)
     (log.info if server.fresh and _command() != "debug" else log.debug)(f"Spark: {server.describe()}")
@@ -325,33 +259,5 @@ def _attach_server(creds: DuckLakeCredentials) -> LocalServer:
 def _spark(creds: DuckLakeCredentials, server: LocalServer | None = None) -> tuple[SparkSession, LocalServer | None]:
     """The profile's session; with `master: local-server`, joined on `server` (the one the runtime attached: not
     attached again) or on the server attached now."""
-    conf = spark_conf(creds)
-    if creds.master.startswith("sc://"):
-        spark = connect_session(creds.master, conf)
-        set_hadoop_conf(spark, _s3_secrets(creds))  # refused with a message when there are keys to hand over
-        return spark, None
-    if creds.server_master is not None:
-        server = server or _attach_server(creds)
-        try:
-            spark = gateway_session(server.port, server.token, conf)
-        except ValueError:  # the profile's settings, not the server
-            raise
-        except Exception:  # noqa: BLE001 - it died since it was checked: replaced once, then errors are the user's
-            local_server.stop(server.directory)
-            server = _attach_server(creds)
-            spark = gateway_session(server.port, server.token, conf)
-        set_hadoop_conf(spark, _s3_secrets(creds))
-        atexit.register(_leave_server, spark, server.directory)
-        return spark, server
-    spark = build_session(creds.master, "dbt-ducklake", conf, log_file=spark_log_file())
-    set_hadoop_conf(spark, _s3_secrets(creds))
-    spark.sparkContext.setLogLevel("FATAL")  # dbt reports failed statements itself; Spark would log each one twice
-    return spark, None
-
-
-def _leave_server(spark: SparkSession, directory: str) -> None:
-    """At exit: free this process's session on the server (its jobs, its temp views, its settings), then the lease,
-    from when the server's idle time counts."""
-    with contextlib.suppress(Exception):  # a server already gone has nothing to free
-        leave_gateway(spark)
-    local_server.release(directory)
+    return profile_session.start_session(creds.session_spec(), log_file=spark_log_file(), server=server,
+                                         attach=lambda: _attach_server(creds))

@@ -392,7 +392,7 @@ class DuckLake:
         Raises:
             ValueError: the limit is not a non-negative integer.
         """
-        from .write.inlining import parse_limit
+        from .write.inlined_rows import parse_limit
 
         self.inlining_limits[(schema.lower(), table.lower())] = parse_limit(limit)
 

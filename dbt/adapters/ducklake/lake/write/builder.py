@@ -18,10 +18,10 @@ from ..catalog.database import CatalogDB
 from ..catalog.state import LakeState
 from ..read.deletes import DeletePositions, read_delete_file
 from ..records import Column, ColumnStats, DataFile, SchemaInfo, Snapshot, TableColumnStats, TableInfo, ViewInfo
-from . import catalog_rows, file_rows, inlining
+from . import catalog_rows, file_rows, inlined_rows
 from .catalog_view import CatalogReader, CatalogView, parent_of
 from .delete_files import DeleteFileSpec
-from .inlining import InlinedRows
+from .inlined_rows import InlinedRows
 from .nested_fields import NestedChange
 
 DEFAULT_INLINING_LIMIT = 10  # spec 1.0's default data_inlining_row_limit
@@ -253,8 +253,9 @@ class CatalogBuilder(CatalogView):
         out += self.statements
         out += self.stats_statements()
         out += self.inlined_table_statements()
-        out += inlining.row_statements(self)
-        out += inlining.option_statements(self)
+        out += inlined_rows.row_statements(self.db, self.inlined_rows, self.snapshot_id)
+        inserted = self.changes.inserted_tables | self.changes.inlined_inserted | self.created_table_ids
+        out += inlined_rows.option_statements(self.db, self.inlining_overrides, self.tables.values(), inserted)
         if self.schema_version_tables:
             out.append(catalog_rows.schema_versions(self.snapshot_id, self.schema_version,
                                                     sorted(self.schema_version_tables)))

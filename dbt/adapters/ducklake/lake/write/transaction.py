@@ -33,7 +33,7 @@ from .clone import FILE_COPY, CloneData, plan_clone, probe_links
 from .conflicts import check_conflicts
 from .datafiles import DataFileSpec
 from .delete_files import DeleteFileSpec
-from .inlining import remove_inlined_files
+from .inlined_rows import remove_inlined_files
 
 if TYPE_CHECKING:
     from .lake_handle import LakeHandle
@@ -530,7 +530,7 @@ class Transaction:
     def set_inlining_limit(self, schema: str, table: str, limit: int) -> None:
         """Inline this transaction's inserts into schema.table of at most `limit` rows (0: none), whatever the lake's
         data_inlining_row_limit option says (see lake/write/inlining). Raises ValueError for a negative limit."""
-        from .inlining import parse_limit
+        from .inlined_rows import parse_limit
 
         self._inlining_limits[(schema.lower(), table.lower())] = parse_limit(limit)
 
