@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from .lake.catalog.changes_text import parse_changes
-from .lake.catalog.state import LakeState, ci_lookup
+from .lake.catalog.lookups import ci_lookup
+from .lake.catalog.state import LakeState
 from .lake.errors import DuckLakeError
 from .lake.lake import DuckLake
 from .spark.read.changes import changes_sql

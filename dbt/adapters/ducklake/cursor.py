@@ -16,7 +16,8 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from .apply import apply_change
-from .lake.catalog.state import LakeState, ci_lookup
+from .lake.catalog.lookups import ci_lookup
+from .lake.catalog.state import LakeState
 from .relation_listing import show_relations
 from .router import (
     Change,

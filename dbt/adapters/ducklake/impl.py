@@ -27,7 +27,8 @@ from .apply import partition_fields
 from .change_feed import CHANGE_TYPE_COLUMN, ChangeFeedError, changes_query, replay_query
 from .connections import DuckLakeConnectionManager, DuckLakeHandle, missing_file_message
 from .credentials import DuckLakeCredentials
-from .lake.catalog.state import LakeState, ci_lookup
+from .lake.catalog.lookups import ci_lookup
+from .lake.catalog.state import LakeState
 from .lake.errors import MissingDataFileError
 from .lake.read.scan import row_count
 from .relation import DuckLakeRelation

@@ -13,7 +13,8 @@ import re
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from .lake.catalog.state import LakeState, ci_lookup
+from .lake.catalog.lookups import ci_lookup
+from .lake.catalog.state import LakeState
 from .lake.errors import DuckLakeError, NoSuchSchemaError
 from .lake.records import Column
 from .router import ShowRelations

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from .change_feed import changes_rows
 from .lake.catalog.changes_text import parse_changes
-from .lake.catalog.state import ci_lookup
+from .lake.catalog.lookups import ci_lookup
 from .lake.errors import DuckLakeError, NoSuchSnapshotError, NoSuchTableError
 from .lake.lake import DuckLake
 from .spark.read.scan import register_at

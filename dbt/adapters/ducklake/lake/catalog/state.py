@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from ..errors import NoSuchSchemaError, NoSuchSnapshotError, NoSuchTableError, UnsupportedFeatureError
+from ..errors import NoSuchSnapshotError, UnsupportedFeatureError
 from ..gc_pause import gc_paused
 from ..paths import join_path, table_directory
 from ..records import (
@@ -38,6 +38,7 @@ from ..records import (
     ViewInfo,
 )
 from .database import CatalogDB
+from .lookups import CatalogObjects
 
 # a load of one table's files loads those of every table not loaded yet while they are at most this many
 LOAD_ALL_FILES_UP_TO = 2_000
@@ -177,7 +178,7 @@ def build_column_tree(rows: Iterable[Sequence[Any]]) -> tuple[Column, ...]:
 
 
 @dataclass
-class LakeState:
+class LakeState(CatalogObjects):
     """The catalog as of one snapshot. Schemas, tables and views load at once; files load per table on demand."""
 
     db: CatalogDB
@@ -202,14 +203,12 @@ class LakeState:
     def snapshot_id(self) -> int:
         return self.snapshot.snapshot_id
 
-    # lookups -------------------------------------------------------------------------------------------------
-    def schema(self, name: str) -> SchemaInfo:
-        """The schema with this name. Raises NoSuchSchemaError."""
-        found = ci_lookup(self.schemas, name)
-        if found is None:
-            self.refuse_nested(name)
-            raise NoSuchSchemaError(f"schema {name!r} does not exist at snapshot {self.snapshot_id}")
-        return found
+    # lookups (catalog/lookups.CatalogObjects) -----------------------------------------------------------------
+    def where(self) -> str:
+        return f" at snapshot {self.snapshot_id}"
+
+    def check_schema_name(self, schema: str) -> None:
+        self.refuse_nested(schema)
 
     def refuse_nested(self, schema: str) -> None:
         """Raise UnsupportedFeatureError if the name is that of a nested schema (DuckLake 1.1), which this reads not."""
@@ -217,42 +216,6 @@ class LakeState:
             raise UnsupportedFeatureError(
                 f"schema {schema!r} is a nested schema (a DuckLake 1.1 schema inside another schema): this version "
                 "reads and writes tables and views of top-level schemas only; the rest of the lake is unaffected")
-
-    def table(self, schema: str, name: str) -> TableInfo:
-        """The table schema.name. Raises NoSuchTableError."""
-        found = ci_lookup(self.tables, (schema, name))
-        if found is None:
-            self.refuse_nested(schema)
-            raise NoSuchTableError(f"table {schema}.{name} does not exist at snapshot {self.snapshot_id}")
-        return found
-
-    def table_by_id(self, table_id: int) -> TableInfo:
-        for t in self.tables.values():
-            if t.table_id == table_id:
-                return t
-        raise NoSuchTableError(f"table id {table_id} does not exist at snapshot {self.snapshot_id}")
-
-    def view(self, schema: str, name: str) -> ViewInfo:
-        found = ci_lookup(self.views, (schema, name))
-        if found is None:
-            self.refuse_nested(schema)
-            raise NoSuchTableError(f"view {schema}.{name} does not exist at snapshot {self.snapshot_id}")
-        return found
-
-    def find_relation(self, schema: str, name: str) -> TableInfo | ViewInfo | None:
-        """A table or a view by name, or None."""
-        return (
-            self.tables.get((schema, name))
-            or self.views.get((schema, name))
-            or ci_lookup(self.tables, (schema, name))
-            or ci_lookup(self.views, (schema, name))
-        )
-
-    def schema_by_id(self, schema_id: int) -> SchemaInfo:
-        for s in self.schemas.values():
-            if s.schema_id == schema_id:
-                return s
-        raise NoSuchSchemaError(f"schema id {schema_id} does not exist at snapshot {self.snapshot_id}")
 
     def table_path(self, table: TableInfo) -> str:
         """The table's directory: data_path + schema path + table path (each relative part joined)."""
@@ -402,18 +365,6 @@ class LakeState:
         tid = table.table_id if isinstance(table, TableInfo) else table
         with self.db.read() as conn:
             return load_name_mappings(self.db, conn, tid)
-
-
-def ci_lookup(d: dict[Any, Any], key: Any) -> Any:
-    """Exact, then case-insensitive lookup of a name (or (schema, name)), as DuckDB resolves identifiers."""
-    if key in d:
-        return d[key]
-    low = tuple(k.lower() for k in key) if isinstance(key, tuple) else key.lower()
-    for k, v in d.items():
-        kl = tuple(x.lower() for x in k) if isinstance(k, tuple) else k.lower()
-        if kl == low:
-            return v
-    return None
 
 
 def load_state(db: CatalogDB, conn: Connection, snapshot: Snapshot, data_path: str) -> LakeState:

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.engine import Connection
 
 from ..catalog.database import CatalogDB
-from ..catalog.state import LakeState, ci_lookup, load_files, nested_nullable, option_value
+from ..catalog.lookups import CatalogObjects, ci_lookup
+from ..catalog.state import LakeState, load_files, nested_nullable, option_value
 from ..errors import (
-    NoSuchSchemaError,
-    NoSuchTableError,
     SchemaEvolutionError,
     SchemaExistsError,
     TableExistsError,
@@ -167,13 +166,15 @@ class ColumnIdReader:
         return self._known[table_id]
 
 
-class CatalogView:
+class CatalogView(CatalogObjects):
     """The working catalog of one transaction or commit attempt: schemas, tables and views as changed so far, the
     id counters, the ChangeSet, and what needs a schema_versions row or a stats change.
 
     reader: the catalog, for what the state does not hold (the ids of columns dropped before it): a commit's
     CatalogReader, or a transaction's ColumnIdReader. Without one a new column's id only knows the state's columns.
     """
+
+    MISSING_ID_HINT = " (was it dropped by another writer?)"
 
     def __init__(self, latest: LakeState, reader: CatalogReader | ColumnIdReader | None = None) -> None:
         self.latest = latest
@@ -232,35 +233,11 @@ class CatalogView:
             state.carry_files(self.latest, changed | self.created_table_ids)
         return state
 
-    # lookups -------------------------------------------------------------------------------------------------
-    def schema(self, name: str) -> SchemaInfo:
-        found = ci_lookup(self.schemas, name)
-        if found is None:
-            raise NoSuchSchemaError(f"schema {name!r} does not exist")
-        return found
-
-    def table(self, schema: str, name: str) -> TableInfo:
-        found = ci_lookup(self.tables, (schema, name))
-        if found is None:
-            raise NoSuchTableError(f"table {schema}.{name} does not exist")
-        return found
-
-    def table_by_id(self, table_id: int) -> TableInfo:
-        for t in self.tables.values():
-            if t.table_id == table_id:
-                return t
-        raise NoSuchTableError(f"table id {table_id} does not exist (was it dropped by another writer?)")
-
+    # lookups: catalog/lookups.CatalogObjects -----------------------------------------------------------------
     def table_path(self, info: TableInfo) -> str:
         """The directory of a table as this view has it (its schema may be created in this transaction)."""
         schema = next(s for s in self.schemas.values() if s.schema_id == info.schema_id)
         return table_directory(self.latest.data_path, schema, info)
-
-    def view(self, schema: str, name: str) -> ViewInfo:
-        found = ci_lookup(self.views, (schema, name))
-        if found is None:
-            raise NoSuchTableError(f"view {schema}.{name} does not exist")
-        return found
 
     def check_free(self, schema: str, name: str) -> None:
         if ci_lookup(self.tables, (schema, name)) is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyarrow as pa
 
-from ..catalog.state import ci_lookup
+from ..catalog.lookups import ci_lookup
 from ..errors import (
     CommitConflictError,
     DeletePositionError,

@@ -12,7 +12,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from ..catalog.database import CatalogDB
-from ..catalog.state import LakeState, ci_lookup, latest_snapshot, load_state
+from ..catalog.lookups import ci_lookup
+from ..catalog.state import LakeState, latest_snapshot, load_state
 from ..errors import (
     CatalogConnectionError,
     CommitConflictError,

@@ -9,7 +9,7 @@ from ...lake.lake import DuckLake
 
 def last_change_time(lake: DuckLake, schema: str, name: str) -> dt.datetime | None:
     st = lake.snapshot()
-    from ...lake.catalog.state import ci_lookup
+    from ...lake.catalog.lookups import ci_lookup
 
     table = ci_lookup(st.tables, (schema, name))
     if table is None:

@@ -43,7 +43,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from ...lake.catalog.state import LakeState, ci_lookup
+from ...lake.catalog.lookups import ci_lookup
+from ...lake.catalog.state import LakeState
 from ...lake.errors import UnsupportedTypeError
 from ...lake.read.inlined import read_inlined
 from ...lake.read.pruning import And, IsNull, Or, Predicate, all_of

@@ -49,7 +49,8 @@ from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from ...lake.catalog.state import LakeState, ci_lookup
+from ...lake.catalog.lookups import ci_lookup
+from ...lake.catalog.state import LakeState
 from ...lake.read.inlined import read_inlined
 from ...lake.read.scan import plan_scan, read_rows
 from ...lake.records import Column, TableInfo

@@ -23,7 +23,8 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ...lake.catalog.state import LakeState, ci_lookup
+from ...lake.catalog.lookups import ci_lookup
+from ...lake.catalog.state import LakeState
 from ...lake.errors import MissingDataFileError
 from ...lake.lake import DuckLake
 from ...lake.records import TableInfo

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from ...lake.catalog.state import ci_lookup
+from ...lake.catalog.lookups import ci_lookup
 from ...lake.errors import NoSuchTableError
 from ...lake.paths import file_io, join_path
 from ...lake.records import TableInfo

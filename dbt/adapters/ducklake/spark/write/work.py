@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot.errors import ParseError
 
-from ...lake.catalog.state import LakeState, ci_lookup
+from ...lake.catalog.lookups import ci_lookup
+from ...lake.catalog.state import LakeState
 from ...lake.errors import NoSuchColumnError, NoSuchTableError
 from ...lake.faults import fault_point
 from ...lake.lake import DuckLake
