@@ -153,6 +153,9 @@ def _start_embedded(creds: DuckLakeCredentials, key: tuple, server: LocalServer 
 def prestart(creds: DuckLakeCredentials) -> None:
     """Start the profile's embedded Spark session in a background thread when this dbt command will need it (see
     the module); a Spark Connect session (a remote or the warm local server) is quick to make and is not prestarted."""
+    # whether or not it starts now, the session may start on one of dbt's threads: the environment it needs is set
+    # here, on the thread dbt made the adapter on, before any
+    profile_session.prepare(creds.session_spec())
     if _command() not in PRESTART_COMMANDS or not _embedded(creds):
         return
     key = _key(creds)

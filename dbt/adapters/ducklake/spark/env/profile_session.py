@@ -32,6 +32,7 @@ from .session import (
     connect_session,
     gateway_session,
     leave_gateway,
+    prepare_environment,
     set_hadoop_conf,
 )
 
@@ -58,6 +59,13 @@ class SessionSpec:
         if self.server_master is None:
             raise ValueError(f"master {self.master!r} starts no local server")
         return self.server_master
+
+
+def prepare(spec: SessionSpec) -> None:
+    """Set, on the calling thread, the environment a session of this profile needs when it starts later, maybe on
+    another thread (session.prepare_environment)."""
+    if not spec.master.startswith("sc://"):
+        prepare_environment(str(spark_conf(spec).get("spark.pyspark.python", sys.executable)))
 
 
 def spark_conf(spec: SessionSpec) -> dict[str, str]:

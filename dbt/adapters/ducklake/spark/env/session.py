@@ -16,6 +16,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -69,7 +70,7 @@ def build_session(master: str = "local[*]", app_name: str = "dbt-ducklake",
     # reads from the environment only (the spark.pyspark.python setting does not reach them): this interpreter has
     # pyarrow; an explicit PYSPARK_PYTHON wins
     python = (conf or {}).get("spark.pyspark.python", sys.executable)
-    os.environ.setdefault("PYSPARK_PYTHON", python)
+    prepare_environment(python)
     conf = dict(conf or {})
     _check_required(conf)
     if SparkContext._gateway is None:  # a driver JVM starts here: let it map the class archive (class_archive.py)
@@ -130,8 +131,6 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     if SparkContext._gateway is not None:  # a JVM of this process already runs: it keeps its logging
         return
     os.makedirs(os.path.dirname(os.path.abspath(log_file)) or ".", exist_ok=True)
-    # Spark's notices about the host name and the loopback address: the local driver binds to loopback anyway
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dducklake.spark.log={log_file}"
     spark_conf = SparkConf(loadDefaults=True).set(JAVA_OPTIONS, _joined(conf.get(JAVA_OPTIONS), options))
     for key in LAUNCH_KEYS:  # what only spark-submit acts on: set later, they would not reach the driver's class path
@@ -144,25 +143,40 @@ def _start_quiet_driver(log_file: str, conf: Mapping[str, str]) -> None:
     SparkContext._jvm = gateway.jvm  # type: ignore[attr-defined]
 
 
+def prepare_environment(python: str = sys.executable) -> None:
+    """The environment variables a driver started later in this process needs, set now. Call it on the thread that
+    runs the program (before a session starts on another thread): a variable added to os.environ while another thread
+    iterates it breaks that iteration (dbt scrubs secrets from its errors by iterating the environment).
+
+    PYSPARK_PYTHON: Python workers (mapInArrow: remote readable copies, spark/read/remote_readable.py) run it, and
+    PySpark reads it from the environment only (the spark.pyspark.python setting does not reach them); an explicit
+    one wins. SPARK_LOCAL_IP: without it Spark prints notices about the host name and the loopback address; the local
+    driver binds to loopback anyway. SPARK_AUTH_SOCKET_TIMEOUT and SPARK_BUFFER_SIZE: PySpark's SparkContext sets them
+    as it starts (Spark's defaults given here); present beforehand, that changes a value, not the set of keys."""
+    os.environ.setdefault("PYSPARK_PYTHON", python)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "15")
+    os.environ.setdefault("SPARK_BUFFER_SIZE", "65536")
+
+
 _LAUNCH_ENV_LOCK = threading.Lock()
 
 
 def _join_gateway(port: int, secret: str, spark_conf: SparkConf) -> object:
-    """PySpark's Py4J gateway connected to a running driver JVM (PySpark finds one through two variables, set here
-    only for this call)."""
-    from pyspark.java_gateway import launch_gateway
+    """PySpark's Py4J gateway connected to a running driver JVM. PySpark's launch_gateway finds such a JVM through two
+    environment variables: it gets them in a copy of the environment, given to its module for the call. Setting them
+    in os.environ, even for the call, breaks any other thread iterating it then (seen: a dbt command failing with
+    KeyError 'PYSPARK_GATEWAY_PORT' while its session started in the background)."""
+    from pyspark import java_gateway
 
-    with _LAUNCH_ENV_LOCK:
-        saved = {k: os.environ.get(k) for k in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
-        os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
+    environ = {**os.environ, "PYSPARK_GATEWAY_PORT": str(port), "PYSPARK_GATEWAY_SECRET": secret}
+    with _LAUNCH_ENV_LOCK:  # one launch at a time sees the module's stand-in for `os`
+        real_os = java_gateway.os
+        java_gateway.os = SimpleNamespace(**{**vars(os), "environ": environ})  # type: ignore[assignment]
         try:
-            return launch_gateway(spark_conf)
+            return java_gateway.launch_gateway(spark_conf)
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            java_gateway.os = real_os
 
 
 def _launch_driver(spark_conf: SparkConf, log_file: str) -> tuple[subprocess.Popen, int, str]:
@@ -209,7 +223,7 @@ def gateway_session(port: int, secret: str, conf: Mapping[str, str] | None = Non
         ValueError: user conf contradicts a setting the layer needs.
     """
     _check_required(conf or {})
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers run what this process names
+    prepare_environment()  # Python workers run what this process names
     gateway = _join_gateway(port, secret, SparkConf(loadDefaults=False))
     jvm = gateway.jvm  # type: ignore[attr-defined]
     session_class = getattr(jvm, "org.apache.spark.sql.classic.SparkSession")
