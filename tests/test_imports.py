@@ -37,8 +37,9 @@ LAYERS: dict[str, set[str]] = {
     "lake.read": {"lake", "lake.catalog"},
     "lake.write": {"lake", "lake.catalog", "lake.read"},
     "lake.maintenance": {"lake", "lake.catalog", "lake.read", "lake.write"},
-    "lake.lake": {"lake", "lake.catalog", "lake.read", "lake.write", "lake.maintenance"},
-    "spark": {"lake", "lake.catalog", "lake.read", "lake.write", "lake.maintenance", "lake.lake"},
+    "lake.lake_cache": {"lake", "lake.catalog", "lake.read", "lake.write"},
+    "lake.lake": {"lake", "lake.catalog", "lake.read", "lake.write", "lake.maintenance", "lake.lake_cache"},
+    "spark": {"lake", "lake.catalog", "lake.read", "lake.write", "lake.maintenance", "lake.lake_cache", "lake.lake"},
     "spark.env": {"spark"},
     "spark.read": {"spark", "spark.env"},
     "spark.answer": {"spark", "spark.env", "spark.read"},
@@ -145,7 +146,7 @@ def _layer(module: str) -> str:
     if parts == ["lake"]:
         return "lake.lake"  # the package's __init__ re-exports the facade
     if parts[0] == "lake":
-        if len(parts) > 1 and parts[1] in ("catalog", "read", "write", "maintenance", "lake"):
+        if len(parts) > 1 and parts[1] in ("catalog", "read", "write", "maintenance", "lake_cache", "lake"):
             return f"lake.{parts[1]}"
         return "lake"
     if parts[0] == "spark":

@@ -13,7 +13,7 @@ import pytest
 from dbt.adapters.ducklake.lake import Column, DuckLake
 from dbt.adapters.ducklake.lake.catalog.changes_text import unparsed
 from dbt.adapters.ducklake.lake.catalog.state import LakeState
-from dbt.adapters.ducklake.lake.lake import CHECK_COMMITTED_STATE_ENV
+from dbt.adapters.ducklake.lake.lake_cache import CHECK_COMMITTED_STATE_ENV
 from tests.support import reference
 from tests.support.catalog_opens import count_opens
 

@@ -14,16 +14,16 @@ from .catalog import ddl
 from .catalog.database import CatalogDB
 from .catalog.spec import READABLE_VERSIONS, V1_0, spec_for
 from .catalog.state import LakeState, find_snapshot, list_snapshots, load_state, option_value
-from .catalog.state_advance import changed_by, tables_changed
 from .catalog.url import CatalogLocation, parse_catalog
 from .errors import InvalidOptionError, LakeExistsError, NotALakeError, UnsupportedVersionError
+from .lake_cache import LakeCache
 from .option_values import parse_interval, parse_threshold
 from .paths import as_dir, to_local
 from .records import SchemaInfo, Snapshot, TableInfo
 from .write import catalog_rows
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
 
     from .write.builder import CatalogBuilder
     from .write.commit_outcome import CommitAttempt
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     from .write.transaction import Transaction
 
 CREATED_BY = "dbt-ducklake"
-# set (tests): after each commit, the state the lake keeps is compared with a load of the catalog (note_commit)
-CHECK_COMMITTED_STATE_ENV = "DUCKLAKE_CHECK_COMMITTED_STATE"
-_OWN_COMMITS_KEPT = 256
 logger = logging.getLogger(__name__)
 
 
@@ -51,16 +48,7 @@ class DuckLake:
         self.default_inlining_limit: int | None = None
         self._unknown: list[CommitAttempt] = []  # commits whose outcome could not be read yet
         self._unknown_lock = threading.Lock()
-        # the last state loaded at the latest snapshot: while no commit follows, a transaction's base and the Spark
-        # names' state are this one object instead of a full catalog load each (states are read-only)
-        self._latest: LakeState | None = None
-        self._latest_lock = threading.Lock()
-        # (change token, latest snapshot) of the last look at the catalog: while the token is the same, so is the
-        # latest snapshot, and a statement needs no catalog open to know it (CatalogDB.change_token)
-        self._seen: tuple[object, Snapshot] | None = None
-        # this lake's own commits by snapshot id: (the snapshot it was made on, the snapshot, the tables it changed or
-        # None): a state of an earlier snapshot moves forward over them without asking the catalog what they changed
-        self._own: dict[int, tuple[Snapshot, Snapshot, frozenset[int] | None]] = {}
+        self.cache = LakeCache(db, data_path)  # the latest state and the rules that keep it (lake_cache.py)
 
     # opening -----------------------------------------------------------------------------------------------
     @classmethod
@@ -191,132 +179,23 @@ class DuckLake:
         Raises:
             NoSuchSnapshotError: no such version (or it was expired), or the time is before the lake.
         """
-        latest = version is None and timestamp is None
-        token = self.db.change_token() if latest else None
-        cached = self._latest
-        if token is not None and cached is not None and self._unchanged(token, cached.snapshot):
-            return cached
+        if version is None and timestamp is None:
+            return self.cache.latest()
         with self.db.read() as conn:
             snap = find_snapshot(self.db, conn, version, timestamp)
-            if latest:
-                self._saw(token, snap)
-            if latest and cached is not None and cached.snapshot.same_as(snap):
-                return cached
-            state = load_state(self.db, conn, snap, self.data_path)
-        if latest:
-            self._latest = state
-        return state
-
-    def _unchanged(self, token: object, snap: Snapshot) -> bool:
-        """Whether the catalog is provably still at `snap`: its change token is the one seen with it."""
-        seen = self._seen
-        return seen is not None and seen[0] == token and seen[1].same_as(snap)
+            return load_state(self.db, conn, snap, self.data_path)
 
     def note_commit(self, done: CatalogBuilder, snapshot: Snapshot, token: object | None = None) -> None:
-        """A transaction of this lake committed with this working catalog: its state after the commit becomes the
-        latest state known (a later snapshot() or advance() that finds the catalog still at that snapshot loads
-        nothing), and with the catalog's change token as the commit left it (CatalogDB.released_token), they find
-        that without opening the catalog. Never raises unless CHECK_COMMITTED_STATE_ENV is set (tests): then the
-        state is compared with a load of the snapshot."""
-        check = os.environ.get(CHECK_COMMITTED_STATE_ENV)
-        changed = changed_by(snapshot.changes_made)
-        with self._latest_lock:
-            self._own[snapshot.snapshot_id] = (done.latest.snapshot, snapshot, changed)
-            for old in [i for i in self._own if i <= snapshot.snapshot_id - _OWN_COMMITS_KEPT]:
-                del self._own[old]
-        try:
-            state = done.state_after(snapshot, changed)
-            if check:
-                self._check_committed_state(state)
-        except Exception:
-            if check:
-                raise
-            logger.warning("the state after a commit could not be kept (the next read loads it)", exc_info=True)
-            return
-        with self._latest_lock:
-            cached = self._latest
-            if cached is None or cached.snapshot_id < state.snapshot_id:
-                self._latest = state
-            seen = self._seen
-            if token is not None and (seen is None or seen[1].snapshot_id <= snapshot.snapshot_id):
-                self._seen = (token, snapshot)
+        """A transaction of this lake committed (LakeCache.on_commit)."""
+        self.cache.on_commit(done, snapshot, token)
 
-    def _check_committed_state(self, state: LakeState) -> None:
-        with self.db.read() as conn:
-            snap = find_snapshot(self.db, conn, state.snapshot_id)
-            loaded = load_state(self.db, conn, snap, self.data_path)
-
-        def full(kind: str, st: LakeState) -> dict:  # tags take no part in the records' equality
-            return {k: (v, v.tags, getattr(v, "column_tags", None)) for k, v in getattr(st, kind).items()}
-
-        wrong = [] if snap == state.snapshot else [f"snapshot {snap} != {state.snapshot}"]
-        for kind in ("schemas", "tables", "views"):
-            a, b = full(kind, loaded), full(kind, state)
-            if a != b:
-                diff = {n: (a.get(n), b.get(n)) for n in set(a) | set(b) if a.get(n) != b.get(n)}
-                wrong.append(f"{kind}: (loaded, kept) {diff}")
-        if wrong:
-            raise AssertionError(f"the state kept after commit {state.snapshot_id} differs from the catalog's: "
-                                 + "; ".join(wrong))
-
-    def _proven_latest(self, token: object | None) -> LakeState | None:
-        """The latest state kept, if the change token proves the catalog is still at its snapshot."""
-        seen, cached = self._seen, self._latest
-        if token is None or seen is None or cached is None or seen[0] != token:
-            return None
-        return cached if cached.snapshot.same_as(seen[1]) else None
-
-    def _own_changes(self, old: Snapshot, new: Snapshot) -> frozenset[int] | None:
-        """The tables changed from `old` to `new` when every snapshot in between is one of this lake's own commits,
-        each made on the one before (None otherwise: the catalog knows)."""
-        changed: set[int] = set()
-        parent = old
-        with self._latest_lock:
-            for sid in range(old.snapshot_id + 1, new.snapshot_id + 1):
-                own = self._own.get(sid)
-                if own is None or not own[0].same_as(parent) or own[2] is None:
-                    return None
-                parent = own[1]
-                changed |= own[2]
-        return frozenset(changed) if parent.same_as(new) else None
-
-    def _saw(self, token: object | None, latest: Snapshot) -> None:
-        self._seen = None if token is None else (token, latest)
+    def files_deleted(self, paths: Collection[str]) -> None:
+        """Files of this lake were deleted (LakeCache.on_files_deleted)."""
+        self.cache.on_files_deleted(paths)
 
     def advance(self, state: LakeState | None) -> tuple[LakeState, frozenset[int] | None]:
-        """The lake at its latest snapshot and the ids of the tables changed since `state` (None: unknown, treat all
-        as changed). `state` itself when nothing was committed since (a snapshot is known by id and time: a catalog
-        restored from a copy can hold another snapshot under the same id); otherwise a new state that keeps the
-        files `state` loaded for unchanged tables. One catalog connection."""
-        token = self.db.change_token()  # before the query: a commit after it changes the token
-        if token is not None and state is not None and self._unchanged(token, state.snapshot):
-            return state, frozenset()
-        known = self._proven_latest(token)
-        if known is not None:  # the catalog is still where this lake's own last commit left it
-            if state is None:
-                return known, None
-            changed = self._own_changes(state.snapshot, known.snapshot)
-            if changed is not None:
-                known.carry_files(state, changed)
-                return known, changed
-        with self.db.read() as conn:
-            latest = find_snapshot(self.db, conn)
-            self._saw(token, latest)
-            old = state.snapshot if state is not None else None
-            if old is not None and old.same_as(latest):
-                return state, frozenset()  # type: ignore[return-value]
-            cached = self._latest
-            if cached is not None and cached.snapshot.same_as(latest):
-                new = cached  # loaded since by snapshot() (a transaction's base): the same snapshot's state
-            else:
-                new = load_state(self.db, conn, latest, self.data_path)
-                self._latest = new
-            if state is None:
-                return new, None
-            changed = tables_changed(self.db, conn, state.snapshot, latest)
-        if changed is not None:
-            new.carry_files(state, changed)
-        return new, changed
+        """The lake at its latest snapshot and the ids of the tables changed since `state` (LakeCache.advance)."""
+        return self.cache.advance(state)
 
     def snapshots(self) -> list[Snapshot]:
         """Every snapshot that exists, oldest first, with changes, author, message and extra info."""
@@ -415,6 +294,7 @@ class DuckLake:
                 still.append(attempt)
             elif not landed:
                 remove_files(attempt)
+                self.files_deleted(attempt.files)
         with self._unknown_lock:
             self._unknown[:0] = still
         return still

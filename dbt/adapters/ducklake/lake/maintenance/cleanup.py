@@ -193,6 +193,8 @@ def cleanup_old_files(
                 fio.delete_many(group)  # one request per 1,000 files on S3
             db.execute(conn, f"DELETE FROM {{p}}ducklake_files_scheduled_for_deletion "
                              f"WHERE data_file_id IN ({id_list(f for f, _ in chosen)})")
+    if chosen and not dry_run:
+        lake.files_deleted([p for _, p in chosen])
     return [p for _, p in chosen]
 
 
@@ -269,6 +271,7 @@ def delete_orphaned_files(
         fio.delete_many(found)
         for path in old_staging:
             fio.delete_dir(path)
+        lake.files_deleted(found)  # unreferenced, so no state lists them; said all the same (one rule for deletions)
     return sorted(found) + sorted(old_staging)
 
 

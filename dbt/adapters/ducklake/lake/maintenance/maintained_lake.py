@@ -3,7 +3,7 @@ facade (`DuckLake`) is one; naming this instead of the facade keeps `maintenance
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..write.lake_handle import LakeHandle
@@ -25,4 +25,8 @@ class MaintainedLake(LakeHandle, Protocol):
 
     def transaction(self, **kw: Any) -> Transaction:
         """Start staging changes, committed as one snapshot."""
+        ...
+
+    def files_deleted(self, paths: Collection[str]) -> None:
+        """Files of the lake were deleted: what was kept about them is forgotten (lake_cache.LakeCache)."""
         ...
