@@ -24,8 +24,8 @@ Kept elsewhere, with their rules:
 - process facts (Spark tables and views this process made, background manifest builds, the warm server's lease,
   catalog-file locks): what this process did; no catalog change makes them wrong.
 
-`DUCKLAKE_CHECK_COMMITTED_STATE` (set in the test suite) compares the state kept after every commit with a load of
-the catalog at that snapshot.
+`DUCKLAKE_CHECK_COMMITTED_STATE` (set in the test suite) compares the state kept after every commit (its objects, and
+the files of the tables whose files it holds) with a load of the catalog at that snapshot.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from .catalog.database import CatalogDB
 from .catalog.state import LakeState, find_snapshot, load_state
 from .catalog.state_advance import changed_by, tables_changed
 from .read import file_checks
-from .records import Snapshot
+from .records import DataFile, Snapshot
 
 if TYPE_CHECKING:
     from .write.builder import CatalogBuilder
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 # set (tests): after each commit, the state the lake keeps is compared with a load of the catalog (on_commit)
 CHECK_COMMITTED_STATE_ENV = "DUCKLAKE_CHECK_COMMITTED_STATE"
 OWN_COMMITS_KEPT = 256
+CHECKED_FILES_PER_COMMIT = 2000  # the check compares the files of kept tables up to this many
 logger = logging.getLogger(__name__)
 
 
@@ -155,7 +156,8 @@ class LakeCache:
 
     # the check --------------------------------------------------------------------------------------------------
     def check(self, state: LakeState) -> None:
-        """Raise AssertionError if `state` differs from a load of the catalog at its snapshot (objects and ids)."""
+        """Raise AssertionError if `state` differs from a load of the catalog at its snapshot: its objects, ids and the
+        files of the tables whose files it holds."""
         with self.db.read() as conn:
             snap = find_snapshot(self.db, conn, state.snapshot_id)
             loaded = load_state(self.db, conn, snap, self.data_path)
@@ -169,6 +171,21 @@ class LakeCache:
             if a != b:
                 diff = {n: (a.get(n), b.get(n)) for n in set(a) | set(b) if a.get(n) != b.get(n)}
                 wrong.append(f"{kind}: (loaded, kept) {diff}")
+        # the files the kept state holds (carried over unchanged tables, or made by the commit), up to a bound that
+        # keeps a commit into a table of thousands of files from loading them all again after each commit
+        compared = 0
+        for table in state.tables.values():
+            if not state.files_loaded(table) or wrong:
+                continue
+            kept = state.files(table)
+            compared += len(kept)
+            if compared > CHECKED_FILES_PER_COMMIT:
+                break
+            fresh = loaded.files(table)
+            if sorted(kept, key=_file_key) != sorted(fresh, key=_file_key):
+                ids = {f.data_file_id for f in kept} ^ {f.data_file_id for f in fresh}
+                wrong.append(f"files of {table.schema_name}.{table.name}: (loaded, kept) ids differ in {sorted(ids)}"
+                             if ids else f"files of {table.schema_name}.{table.name}: a file's record differs")
         if wrong:
             raise AssertionError(f"the state kept after commit {state.snapshot_id} differs from the catalog's: "
                                  + "; ".join(wrong))
@@ -209,3 +226,7 @@ class LakeCache:
     def _saw(self, token: object | None, latest: Snapshot) -> None:
         with self._lock:
             self._seen = None if token is None else (token, latest)
+
+
+def _file_key(f: DataFile) -> int:
+    return f.data_file_id
