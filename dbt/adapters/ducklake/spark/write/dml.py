@@ -869,7 +869,7 @@ def _stage_merge_once(spark: SparkSession, tx: Transaction, schema: str, table: 
         if matched or inserts:
             idx = _first([w.condition for w in matched])
             values = _values(matched, idx, cols, from_t, source=True) if matched else []
-            new = _as_columns(values, cols)
+            new = _as_columns(values, cols) if matched else []  # no WHEN MATCHED (skip_matched_step): nothing updated
             keys_only = _keys_only(on, matched, values, by_source)
             joined = src_view if keys_only is None else \
                 f"(SELECT {', '.join(ident(c) for c in sorted(keys_only | {'__src_row'}))} FROM {src_view})"
