@@ -270,7 +270,7 @@ _WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE) \{p\}(\w*)", re.IGNORECASE)
 # statements whose table is not spelled out: each inlined-data table's own rows (not a catalog table of the lists),
 # and the DuckDB catalog's rewrite of the writers' many-row INSERTs as INSERT ... SELECT from Arrow
 DYNAMIC_WRITERS = {("lake/write/operations.py", "DeleteInlinedRows.apply"), ("lake/catalog/arrow_insert.py", "rewrite"),
-                   ("lake/write/inlining.py", "row_statements")}
+                   ("lake/write/inlined_rows.py", "row_statements")}
 
 
 def _writers() -> tuple[dict[tuple[str, str], set[tuple[str, str]]], set[tuple[str, str]]]:
