@@ -26,7 +26,7 @@ import pytest
 
 from dbt.adapters.ducklake.spark.env import s3a
 from tests.support.cluster_rig import KEY_ID, SECRET, WORKERS, Rig, cluster_rig
-from tests.support.coverage import FULL
+from tests.support.coverage import FULL, full_only
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -177,6 +177,7 @@ def _no_local_lake_files(rig: Rig) -> None:
         assert [f for f in host.files() if f.endswith(".parquet")] == [], host.name
 
 
+@full_only("the cluster of hosts: the Spark layer's standalone-cluster test writes, deletes and reads by default")
 def test_two_builds_with_a_worker_killed_mid_model(rig: Rig) -> None:
     catalog = rig.catalog()
     data_path = "s3://lake/jaffle/"

@@ -14,7 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from tests.support import reference
-from tests.support.coverage import FULL
+from tests.support.coverage import FULL, full_only
 from tests.support.invariants import violations
 
 # four manifest chunks (256 file ids each) by default, eight in the full suite; the version matrix's smoke set reads
@@ -166,6 +166,7 @@ class TestThousandsOfFiles:
                 assert len(ours) > 0, model
         assert violations(catalog) == []
 
+    @full_only("DML through dbt over many files: the Spark DML tests cover its statements by default")
     def test_dml_through_dbt_equals_duckdb(self, project: Any, marks: dict[str, int]) -> None:
         catalog = project.adapter.config.credentials.catalog
         inlined_id = FILES * ROWS  # one of the inlined rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from tests.support.coverage import FULL
+from tests.support.coverage import FULL, full_only
 from tests.support.fuzz import OPERATIONS, run_sequences
 
 # one seeded sequence of 8 steps in the default run, three of 12 with DUCKLAKE_TEST_FULL=1;
@@ -20,6 +20,7 @@ def test_seeded_sequences_agree_with_duckdb(spark: SparkSession) -> None:
     assert sequences == len(SEEDS) and operations >= len(SEEDS) * LENGTH // 2
 
 
+@full_only("concurrent steps: the busy-lake and writers tests run real concurrent writers by default")
 def test_concurrent_steps_agree_with_duckdb(spark: SparkSession) -> None:
     """Mostly concurrent steps (one change per table at once, on threads sharing the session, DuckDB beside them on
     the mixed lake): the lakes still agree with DuckDB at every snapshot and with each other."""
