@@ -122,7 +122,7 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
             if creds.server_master is not None:  # the warm server is found (or started) now, joined on first use
                 with _component(f"Spark (master {creds.master!r})", creds):
                     server = _attach_server(creds)
-            if _embedded(creds) or server is not None:
+            if creds.session_spec().embedded or server is not None:
                 spark: SparkSession = LazySession(lambda: _start_embedded(creds, key, server),  # type: ignore[assignment]
                                                   classic=True)
                 profile_session.cancel_on_interrupt(spark)
@@ -134,11 +134,6 @@ def runtime_for(creds: DuckLakeCredentials) -> Runtime:
         if rt.lake is not None:  # the profile's, also for a runtime an earlier command of this process made
             rt.lake.default_inlining_limit = creds.data_inlining_row_limit
         return rt
-
-
-def _embedded(creds: DuckLakeCredentials) -> bool:
-    """A driver JVM of this process (not Spark Connect, not the warm local server's shared driver)."""
-    return creds.server_master is None and not creds.master.startswith("sc://")
 
 
 def _start_embedded(creds: DuckLakeCredentials, key: tuple, server: LocalServer | None = None) -> SparkSession:
@@ -155,8 +150,9 @@ def prestart(creds: DuckLakeCredentials) -> None:
     the module); a Spark Connect session (a remote or the warm local server) is quick to make and is not prestarted."""
     # whether or not it starts now, the session may start on one of dbt's threads: the environment it needs is set
     # here, on the thread dbt made the adapter on, before any
-    profile_session.prepare(creds.session_spec())
-    if _command() not in PRESTART_COMMANDS or not _embedded(creds):
+    spec = creds.session_spec()
+    profile_session.prepare(spec)
+    if _command() not in PRESTART_COMMANDS or not spec.embedded:
         return
     key = _key(creds)
     with _LOCK:

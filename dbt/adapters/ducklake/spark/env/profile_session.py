@@ -64,8 +64,8 @@ class SessionSpec:
 def prepare(spec: SessionSpec) -> None:
     """Set, on the calling thread, the environment a session of this profile needs when it starts later, maybe on
     another thread (session.prepare_environment)."""
-    if not spec.master.startswith("sc://"):
-        prepare_environment(str(spark_conf(spec).get("spark.pyspark.python", sys.executable)))
+    if not spec.master.startswith("sc://"):  # spark_conf's Python: the profile's, else this interpreter
+        prepare_environment(str(spec.spark_config.get("spark.pyspark.python", sys.executable)))
 
 
 def spark_conf(spec: SessionSpec) -> dict[str, str]:
