@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The version smoke matrix: for each constraints-<variant>.txt (a pyspark minor and/or a dbt-core minor other than
 # the default set's; each other minor is in one variant), a virtualenv built once from that exact set into a cache
-# directory, then a smoke set of tests in it: the adapter's basic suite, an incremental merge, a snapshot, a
+# directory, then a smoke set of tests in it: the adapter's basic suite, an incremental merge, (a dbt variant) a snapshot, a
 # many-file read, a dbt build through Spark Connect and (a Spark variant) the Spark layer on a standalone cluster.
 # The whole suite runs on the default set (constraints.txt, scripts/test.sh); this checks the other versions in
 # minutes instead of running it again per variant. CI (.ci/run) runs it after the suite.
@@ -24,19 +24,22 @@ mkdir -p "$CACHE"
 
 # One test of each kind (-x: the first failure is the variant's answer; the full suite runs on the default set).
 # From the adapter's basic suite, the classes that cross what a dbt-core minor changes (materializations, the
-# incremental and test runners, the relation cache): its other classes run on the default set only.
+# incremental and test runners, the relation cache): its other classes run on the default set only. From the
+# unique-key suite, a merge on three keys and a refused key (its other cases vary the key list, not the versions).
 SMOKE=(
     tests/functional/adapter/test_basic.py::TestSimpleMaterializations
     tests/functional/adapter/test_basic.py::TestIncremental
     tests/functional/adapter/test_basic.py::TestGenericTests
     tests/functional/adapter/test_basic.py::TestAdapterMethods
-    tests/functional/adapter/test_incremental.py::TestIncrementalUniqueKeyMerge
-    tests/functional/adapter/test_snapshots.py::TestSnapshotCheckCols
+    tests/functional/adapter/test_incremental.py::TestIncrementalUniqueKeyMerge::test__trinary_unique_key_list
+    tests/functional/adapter/test_incremental.py::TestIncrementalUniqueKeyMerge::test__bad_unique_key
     tests/functional/test_many_files.py
     tests/functional/test_connect_dbt.py
     tests/unit/test_compat.py
 )
-# a variant of Spark also runs the Spark layer on a standalone cluster (a dbt variant runs the default Spark)
+# a variant of dbt-core also runs a snapshot (dbt's snapshot materialization and its MERGE macros); a variant of Spark
+# runs the Spark layer on a standalone cluster (a dbt variant of the default Spark would not)
+DBT_SMOKE=(tests/functional/adapter/test_snapshots.py::TestSnapshotCheckCols)
 SPARK_SMOKE=(tests/spark/test_cluster.py)
 # the many-file read at 300 files (two manifest chunks): the 2,000 of the whole suite are not what a version changes
 export DUCKLAKE_MANY_FILES=${DUCKLAKE_MANY_FILES:-300}
@@ -110,12 +113,13 @@ print(", ".join(f"{d} {v(d)}" for d in ("pyspark", "dbt-core", "dbt-spark", "dbt
     # nice: the smoke set shares the machine with whatever else runs there
     tests=("${SMOKE[@]}")
     case "$v" in spark*) tests+=("${SPARK_SMOKE[@]}") ;; esac
+    case "$v" in *dbt*) tests+=("${DBT_SMOKE[@]}") ;; esac
     # pyspark 4.1, one minor after the default 4.0: its client also builds through a Connect server of 4.0 (the
     # default environment's interpreter serves)
     unset DUCKLAKE_CONNECT_SERVER_PYTHON
     case "$v" in spark41*) [ -x "$REPO/.venv/bin/python" ] && export DUCKLAKE_CONNECT_SERVER_PYTHON="$REPO/.venv/bin/python" ;; esac
     # two workers, a module's tests on one (they share its dbt project or Spark cluster)
-    nice -n 10 "$env_dir/bin/python" -m pytest -q -p no:cacheprovider -x -n 2 --dist loadscope "${tests[@]}" || rc=$?
+    nice -n 10 "$env_dir/bin/python" -m pytest -q -p no:cacheprovider -x -n 2 --dist loadscope --durations=8 "${tests[@]}" || rc=$?
     summary+=("$v: exit $rc, build ${built}s, tests $((SECONDS - start - built))s")
     [ "$rc" -eq 0 ] || overall=1
 done

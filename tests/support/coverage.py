@@ -8,8 +8,8 @@ combination and the full-size cases (before a release, or after changing the rea
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pytest
 
@@ -34,3 +34,22 @@ def pairs(firsts: Sequence[A], seconds: Sequence[B], per_first: int = 1) -> list
 def full_only(why: str) -> pytest.MarkDecorator:
     """Skip a test outside the full run; `why` says what covers its ground by default (or why it can wait)."""
     return pytest.mark.skipif(not FULL, reason=f"{why} (the full suite: DUCKLAKE_TEST_FULL=1)")
+
+
+def full_only_tests(why: str, *names: str) -> Callable[[type], type]:
+    """A class decorator: the named test methods (inherited from a suite's base class) run in the full run only.
+    Each becomes a method of its own on the class, so the base class and its other subclasses keep theirs."""
+
+    def wrap(cls: type) -> type:
+        for name in names:
+            inherited = getattr(cls, name)
+
+            def method(self: Any, project: Any, _inherited: Any = inherited) -> None:
+                _inherited(self, project)
+
+            method.__name__ = method.__qualname__ = name
+            method.__doc__ = inherited.__doc__
+            setattr(cls, name, full_only(why)(method))
+        return cls
+
+    return wrap

@@ -10,6 +10,8 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import Base
 from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
 
+from tests.support.coverage import full_only_tests
+
 
 class TestIncrementalUniqueKeyMerge(BaseIncrementalUniqueKey):
     @pytest.fixture(scope="class")
@@ -17,6 +19,11 @@ class TestIncrementalUniqueKeyMerge(BaseIncrementalUniqueKey):
         return {"models": {"+incremental_strategy": "merge"}}
 
 
+# delete+insert by default on one key, three keys (with and without updates) and a refused key: the other cases vary
+# how the key list is written, which the merge class above runs in full
+@full_only_tests("a unique-key list variant: TestIncrementalUniqueKeyMerge runs it by default",
+                 "test__empty_unique_key_list", "test__bad_unique_key_list", "test__no_unique_keys",
+                 "test__empty_str_unique_key", "test__unary_unique_key_list", "test__duplicated_unary_unique_key_list")
 class TestIncrementalUniqueKeyDeleteInsert(BaseIncrementalUniqueKey):
     @pytest.fixture(scope="class")
     def project_config_update(self):
