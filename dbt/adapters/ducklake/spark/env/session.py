@@ -365,6 +365,16 @@ def ensure_database(spark: SparkSession | LazySession, name: str) -> None:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(name)}")  # type: ignore[operator]
 
 
+def catalog_key(spark: SparkSession) -> str:
+    """Which catalog a session's persistent tables live in, for facts kept about them across calls: a classic
+    session's application (a session stopped and made again in the process starts an empty catalog), or a Connect
+    session's id (conservative: sessions of one server share it, and each checks once)."""
+    try:
+        return f"app:{spark.sparkContext.applicationId}"
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        return f"connect:{getattr(spark, 'session_id', id(spark))}"
+
+
 def session_of(spark: SparkSession | LazySession) -> SparkSession:
     """The session itself (made now if lazy): for PySpark calls that need the real object."""
     return spark.session() if isinstance(spark, LazySession) else spark

@@ -51,7 +51,7 @@ from ...lake.read.deletes import (
 )
 from ...lake.read.scan import FileScanTask
 from ...lake.records import Column, DeleteFile, TableInfo
-from ..env.session import ensure_database
+from ..env.session import catalog_key, ensure_database
 from ..sql_literals import ident
 from ..types import FIELD_ID_KEY, spark_field
 from . import read_errors
@@ -75,7 +75,9 @@ DELETES_FILE = "del/deletes.parquet"
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_created: set[str] = set()  # Spark tables this process made (a session catalog lives as long as the process)
+# Spark tables made, by (catalog_key, name): a catalog lives as long as its application (or Connect session), and a
+# session stopped and made again in the process has none of them
+_created: set[tuple[str, str]] = set()
 _in_use: set[str] = set()  # manifest directories this process reads: never removed by its own cleanup
 _last_cleanup: dict[str, float] = {}
 
@@ -488,8 +490,9 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType, recursive:
     """A Spark catalog table (Parquet, this schema) over a manifest directory (or, not recursive, a file or a glob of
     files), named by both."""
     name = f"{DATABASE}.m{hashlib.sha1((path + schema.json()).encode()).hexdigest()[:24]}"
+    made = (catalog_key(spark), name)
     with _lock:
-        if name in _created:
+        if made in _created:
             return name
     try:
         if not spark.catalog.tableExists(name):
@@ -504,7 +507,7 @@ def spark_table(spark: SparkSession, path: str, schema: T.StructType, recursive:
         if not spark.catalog.tableExists(name):
             raise
     with _lock:
-        _created.add(name)
+        _created.add(made)
     return name
 
 
