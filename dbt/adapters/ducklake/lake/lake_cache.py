@@ -22,7 +22,8 @@ Kept elsewhere, with their rules:
   `on_files_deleted`, which forgets their checks: a state still holding them then fails its read on the missing file
   instead of reading it as empty. The Spark layer's path-keyed caches are bounded and only cost memory when stale.
 - process facts (Spark tables and views this process made, background manifest builds, the warm server's lease,
-  catalog-file locks): what this process did; no catalog change makes them wrong.
+  catalog-file locks): what this process did; no catalog change makes them wrong. Facts about Spark tables are kept
+  per Spark catalog (a session made again in the process starts an empty one).
 
 `DUCKLAKE_CHECK_COMMITTED_STATE` (set in the test suite) compares the state kept after every commit (its objects, and
 the files of the tables whose files it holds) with a load of the catalog at that snapshot.
