@@ -4,7 +4,8 @@ The test process already holds a local SparkContext (one per process), so the cl
 this module run as `python -m tests.spark.test_cluster <master> <root>` (see `_workload`). It creates a partitioned
 table from spark.range, appends, deletes, and reads the table back in Spark, all with tasks run by the cluster's
 executor, then prints one JSON line. After the child has exited (the DuckDB catalog file is closed), DuckDB's
-ducklake extension must read exactly the expected rows.
+ducklake extension must read exactly the expected rows. The module's cluster also runs the lost-executor MERGE
+(tests/spark/test_lost_executor.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.spark.test_lost_executor import check_merge_runs_again
 from tests.support import reference
 from tests.support.spark_cluster import FAST_JVM_OPTIONS, StandaloneCluster, run_python, standalone_cluster
 
@@ -96,9 +98,11 @@ def _workload(master: str, root: str) -> dict:
         spark.stop()
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[StandaloneCluster]:
-    with standalone_cluster(tmp_path / "cluster", cores=1, memory="1g", timeout=90) as c:
+# one cluster for the module's tests (each driver is its own application, run one after the other on the 1-core
+# worker): the daemons' start is a good part of a test's time
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    with standalone_cluster(tmp_path_factory.mktemp("cluster"), cores=1, memory="1g", timeout=90) as c:
         yield c
 
 
@@ -150,6 +154,13 @@ def test_write_delete_and_read_on_a_standalone_cluster(cluster: StandaloneCluste
     from tests.functional.test_connect_dbt import build_project
 
     build_project(cluster.master_url, tmp_path / "dbt", cluster.env())
+
+
+
+@pytest.mark.slow
+def test_merge_runs_again_when_its_kept_source_is_lost(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    """A MERGE whose kept source is lost with its executor runs again (see tests/spark/test_lost_executor.py)."""
+    check_merge_runs_again(cluster, tmp_path)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from dbt.adapters.ducklake.lake import DuckLake, paths
 from dbt.adapters.ducklake.spark.read import changes, remote_readable, scan
 from dbt.adapters.ducklake.spark.read.scan import read_table
 from dbt.adapters.ducklake.spark.write import one_shot
+from tests.support.coverage import pairs
 from tests.support.reference import attached
 
 # name -> (DuckDB column type, values); each table is (id INTEGER, v <type>)
@@ -120,7 +121,11 @@ def _use(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(paths, "is_local", lambda path: False)
 
 
-@READERS
+# by default each reader over one of the catalog files, in turn (both files and all readers still run; the tests above
+# and below read every reader over a DuckDB file); every combination in the full suite
+@pytest.mark.parametrize(("reader", "file_catalog_url"), [
+    pytest.param(r, c, id=f"{c}-{r}") for r, c in pairs(["manifest", "footer", "remote"], ["duckdb", "sqlite"])],
+    indirect=["file_catalog_url"])
 def test_values_as_spark_shows_them(spark: SparkSession, source: str, reader: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _use(reader, monkeypatch)

@@ -5,7 +5,8 @@ with no JVM of its own, kept apart from the test process's classic SparkSession.
 the Connect session, then creates a partitioned table, appends, deletes, updates, merges, reads the table through a
 registered view and reads the change feed, and prints one JSON line. The server writes and reads the Parquet files;
 the client (on the same file system) registers them in the catalog. After the child has exited, DuckDB's ducklake
-extension must read exactly the expected rows, snapshots and changes.
+extension must read exactly the expected rows, snapshots and changes. The module's server also serves the client of
+remote GEOMETRY / VARIANT files (tests/spark/test_remote_readable.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.ducklake.spark.env.session import REQUIRED_CONF
+from tests.spark.test_remote_readable import _lake as remote_readable_lake
 from tests.support import reference
 from tests.support.spark_cluster import ConnectServer, connect_server, run_python
 
@@ -115,9 +117,11 @@ def _workload(url: str, root: str) -> dict:
         spark.stop()
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ConnectServer]:
-    with connect_server(tmp_path / "connect", master="local[2]", memory="512m",
+# one server for the module: its JVM's start is most of a test's time, and each test's client is its own process and
+# session, on its own lake
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    with connect_server(tmp_path_factory.mktemp("connect"), master="local[2]", memory="512m",
                         conf={"spark.sql.shuffle.partitions": "4"}, timeout=120) as s:
         yield s
 
@@ -163,6 +167,25 @@ def test_write_dml_read_and_changes_through_spark_connect(server: ConnectServer,
         assert sorted(map(list, theirs)) == sorted(got["changes"])
         files = con.execute("SELECT count(*) FROM ducklake_list_files('lake', 't', schema => 'main')").fetchone()[0]
         assert files == got["data_files"]
+
+
+
+@pytest.mark.slow
+def test_remote_files_read_through_spark_connect(server: ConnectServer, tmp_path: Path) -> None:
+    """Remote GEOMETRY / VARIANT files through Connect (tests/spark/test_remote_readable.py's lake and client): no JVM
+    in the client, so the server reads the files' bytes, decodes them and writes the copies."""
+    catalog, expected = remote_readable_lake(tmp_path / "lake")
+    child = run_python(["-m", "tests.spark.test_remote_readable", server.url, catalog], env=server.env(),
+                       log_dir=tmp_path / "child", timeout=300)
+    if child.returncode != 0:
+        pytest.fail(f"the Connect client failed (exit {child.returncode}):\n{child.stderr[-6000:]}\n{server.logs()}",
+                    pytrace=False)
+    got = child.last_json()
+    assert "connect" in got["connect"]
+    assert got["rows"] == expected
+    assert got["ids"] == [r[0] for r in expected if r[0] > 3]
+    copies = list((tmp_path / "lake" / "data" / "_ducklake_spark").rglob("__ducklake_copy=*/*.parquet"))
+    assert len(copies) == 2  # made by the server's executors, one per data file
 
 
 if __name__ == "__main__":

@@ -14,11 +14,14 @@ from dbt.adapters.ducklake.spark.read import scan
 from dbt.adapters.ducklake.spark.write.one_shot import delete_where
 from tests.lake.compare import arrow_rows
 from tests.support import reference
+from tests.support.coverage import pairs
 from tests.support.invariants import violations
 from tests.support.reference_lakes import build
 
+READERS = ["manifest", "footers"]
 
-@pytest.fixture(params=["manifest", "footers"])
+
+@pytest.fixture(params=READERS)
 def deletes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Target files read through manifests (deletes anti-joined as data), or by the footer-based path (name-mapped
     files, remote storage, HUGEINT columns), there with deleted rows read from the delete files."""
@@ -41,9 +44,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("scenario", "schema", "table", "conditions"), CASES, ids=[c[0] for c in CASES])
-def test_delete_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
-                            conditions: list[str], deletes: str) -> None:
+# by default each case with one reader, the readers taken in turn (every case and both readers still run; each
+# reader reads both deletes from files and inlined rows); every combination in the full suite
+@pytest.mark.parametrize(("case", "deletes"), [
+    pytest.param(c, r, id=f"{r}-{c[0]}") for c, r in pairs(CASES, READERS)], indirect=["deletes"])
+def test_delete_like_duckdb(spark: SparkSession, tmp_path: object, case: tuple, deletes: str) -> None:
+    scenario, schema, table, conditions = case
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     build(ours, f"{tmp_path}/ours_data/", scenario)
     build(theirs, f"{tmp_path}/theirs_data/", scenario)
@@ -85,9 +91,10 @@ UPDATE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("scenario", "schema", "table", "updates"), UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
-def test_update_like_duckdb(spark: SparkSession, tmp_path: object, scenario: str, schema: str, table: str,
-                            updates: list, deletes: str) -> None:
+@pytest.mark.parametrize(("case", "deletes"), [
+    pytest.param(c, r, id=f"{r}-{c[0]}") for c, r in pairs(UPDATE_CASES, READERS)], indirect=["deletes"])
+def test_update_like_duckdb(spark: SparkSession, tmp_path: object, case: tuple, deletes: str) -> None:
+    scenario, schema, table, updates = case
     from dbt.adapters.ducklake.spark.write.one_shot import update_where
 
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
@@ -196,13 +203,19 @@ def _rows_without_rowid(rows: list[tuple]) -> list[tuple]:
 
 # DuckDB 1.5 allows one UPDATE/DELETE action per MERGE on DuckLake, so each case has at most one. A small merge is
 # one join (dml._stage_small_merge); "passes" forces the path of large merges on the same small tables.
-@pytest.mark.parametrize(("kind", "path"), [
+MERGES = [
     ("update_insert", "one_join"), ("update_all_insert", "one_join"), ("delete_insert", "one_join"),
     ("update_insert", "passes"), ("update_all_insert", "passes"), ("delete_insert", "passes"),
     ("delete_by_source", "passes"),
-])
-def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, kind: str, path: str, deletes: str,
+]
+
+
+# by default each merge with one reader, in turn (both readers still read a one-join and a passes merge)
+@pytest.mark.parametrize(("merge", "deletes"), [
+    pytest.param(m, r, id=f"{r}-{m[0]}-{m[1]}") for m, r in pairs(MERGES, READERS)], indirect=["deletes"])
+def test_merge_like_duckdb(spark: SparkSession, tmp_path: object, merge: tuple, deletes: str,
                            monkeypatch: pytest.MonkeyPatch) -> None:
+    kind, path = merge
     from dbt.adapters.ducklake.spark.write import dml
     from dbt.adapters.ducklake.spark.write.one_shot import merge_into
 

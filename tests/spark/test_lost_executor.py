@@ -7,7 +7,8 @@ starts a new one), and lets it go on: the first run fails with CHECKPOINT_RDD_BL
 (two copies of each block) succeeds. One snapshot, the rows DuckDB's own MERGE gives, no file of the failed run left.
 
 The driver is a child process (this module run as `python -m tests.spark.test_lost_executor <master> <root>`): the
-test process already holds a local SparkContext.
+test process already holds a local SparkContext. The test itself (test_merge_runs_again_when_its_kept_source_is_lost)
+is in tests/spark/test_cluster.py, on that module's cluster: a cluster's start is a good part of each test's time.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 from tests.lake.compare import arrow_rows
 from tests.support import reference
 from tests.support.invariants import violations
-from tests.support.spark_cluster import FAST_JVM_OPTIONS, run_python, standalone_cluster
+from tests.support.spark_cluster import FAST_JVM_OPTIONS, StandaloneCluster, run_python
 
 TARGET = "CREATE TABLE lake.main.t AS SELECT range AS id, 'old ' || range AS v FROM range(2000)"
 MERGE_ON = "t.id = s.id"
@@ -73,8 +74,8 @@ def _executor_pids(work_dir: Path) -> list[int]:
     return pids
 
 
-@pytest.mark.slow
-def test_merge_runs_again_when_its_kept_source_is_lost(tmp_path: Path) -> None:
+def check_merge_runs_again(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    """The test, on a running cluster (tests/spark/test_cluster.py's: one cluster serves both modules' drivers)."""
     ours, theirs = f"duckdb:///{tmp_path}/ours.ducklake", f"duckdb:///{tmp_path}/theirs.ducklake"
     for catalog, data in ((ours, "ours_data"), (theirs, "theirs_data")):
         reference.execute_all(catalog, [TARGET], data_path=f"{tmp_path}/{data}/")
@@ -86,32 +87,31 @@ def test_merge_runs_again_when_its_kept_source_is_lost(tmp_path: Path) -> None:
     pauses = 0
     stop = threading.Event()
 
-    with standalone_cluster(tmp_path / "cluster", cores=1, memory="1g", timeout=90) as cluster:
-        def release() -> None:  # first pause: kill the executor holding the source; then let every run go on
-            nonlocal pauses
-            while not stop.is_set():
-                if pause.exists():
-                    pauses += 1
-                    if pauses == 1:
-                        for pid in _executor_pids(cluster.work_dir):
-                            os.kill(pid, signal.SIGKILL)
-                            killed.append(pid)
-                        time.sleep(2)  # the driver learns of the loss (the connection drops at once)
-                    pause.unlink()
-                time.sleep(0.1)
+    def release() -> None:  # first pause: kill the executor holding the source; then let every run go on
+        nonlocal pauses
+        while not stop.is_set():
+            if pause.exists():
+                pauses += 1
+                if pauses == 1:
+                    for pid in _executor_pids(cluster.work_dir):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                    time.sleep(2)  # the driver learns of the loss (the connection drops at once)
+                pause.unlink()
+            time.sleep(0.1)
 
-        watcher = threading.Thread(target=release, daemon=True)
-        watcher.start()
-        env = {**cluster.env(), "DUCKLAKE_TEST_PAUSE_AT": "merge_source_kept", "DUCKLAKE_TEST_PAUSE_FILE": str(pause)}
-        try:
-            child = run_python(["-m", "tests.spark.test_lost_executor", cluster.master_url, str(tmp_path)], env=env,
-                               log_dir=tmp_path / "child", timeout=300)
-        finally:
-            stop.set()
-            watcher.join()
-        if child.returncode != 0:
-            pytest.fail(f"the MERGE failed (exit {child.returncode}):\n{child.stderr[-6000:]}\n{cluster.logs()}",
-                        pytrace=False)
+    watcher = threading.Thread(target=release, daemon=True)
+    watcher.start()
+    env = {**cluster.env(), "DUCKLAKE_TEST_PAUSE_AT": "merge_source_kept", "DUCKLAKE_TEST_PAUSE_FILE": str(pause)}
+    try:
+        child = run_python(["-m", "tests.spark.test_lost_executor", cluster.master_url, str(tmp_path)], env=env,
+                           log_dir=tmp_path / "child", timeout=300)
+    finally:
+        stop.set()
+        watcher.join()
+    if child.returncode != 0:
+        pytest.fail(f"the MERGE failed (exit {child.returncode}):\n{child.stderr[-6000:]}\n{cluster.logs()}",
+                    pytrace=False)
 
     assert killed, "no executor was running while the MERGE was paused"
     assert pauses == 2, f"the MERGE's source was kept {pauses} times (one failed run and one retry expected)"

@@ -20,10 +20,13 @@ from dbt.adapters.ducklake.spark.read import first_read, read_errors, scan
 from dbt.adapters.ducklake.spark.read.changes import changes_sql
 from dbt.adapters.ducklake.spark.write.one_shot import delete_where
 from tests.support import damaged_lakes, reference
+from tests.support.coverage import pairs
 from tests.support.damaged_lakes import DamagedLake
 
+READERS = ["manifest", "footers", "first_read"]
 
-@pytest.fixture(params=["manifest", "footers", "first_read"])
+
+@pytest.fixture(params=READERS)
 def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Files read through a manifest, the footer path (name-mapped or remote files), or the first reader's data
     source (many-file tables)."""
@@ -68,7 +71,10 @@ def test_views_of_damaged_tables_are_refused(spark: SparkSession, damaged: tuple
     assert spark.sql(f"SELECT count(*) FROM {scan.register_at(spark, st, st.table('raw', 'old'))}").first()[0] == 10
 
 
-@pytest.mark.parametrize("damage", ["removed", "truncated"])
+# by default each reader with one damage, in turn (every reader and both damages still run); every pair in the full
+# suite
+@pytest.mark.parametrize(("reader", "damage"), [
+    pytest.param(r, d, id=f"{r}-{d}") for r, d in pairs(READERS, ["removed", "truncated"])], indirect=["reader"])
 def test_a_file_damaged_after_its_check_is_named_in_sparks_error(spark: SparkSession, damaged: tuple[DuckLake, DamagedLake],
                                                                  reader: str, damage: str) -> None:
     """The view was planned (its files checked) before the file went: Spark's read fails, and its error, whichever

@@ -9,17 +9,14 @@ import json
 import pickle
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
 from dbt.adapters.ducklake.spark.read import remote_readable
 from tests.support import reference
-from tests.support.spark_cluster import ConnectServer, connect_server, run_python
 
 ROWS = ("(1, 'POINT(1 2)', 42::VARIANT), (2, 'LINESTRING(0 0, 1.5 -2e-7)', {'k': [1, 2], 'z': 'q'}::VARIANT), "
         "(3, NULL, NULL), (4, 'POLYGON EMPTY', 'text'::VARIANT), (5, 'POINT Z (1 2 3)', [1.5, NULL]::VARIANT)")
@@ -93,27 +90,8 @@ def _workload(url: str, catalog: str) -> dict:
         spark.stop()
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ConnectServer]:
-    with connect_server(tmp_path / "connect", master="local[2]", memory="512m",
-                        conf={"spark.sql.shuffle.partitions": "4"}, timeout=120) as s:
-        yield s
-
-
-@pytest.mark.slow
-def test_remote_files_read_through_spark_connect(server: ConnectServer, tmp_path: Path) -> None:
-    catalog, expected = _lake(tmp_path / "lake")
-    child = run_python(["-m", "tests.spark.test_remote_readable", server.url, catalog], env=server.env(),
-                       log_dir=tmp_path / "child", timeout=300)
-    if child.returncode != 0:
-        pytest.fail(f"the Connect client failed (exit {child.returncode}):\n{child.stderr[-6000:]}\n{server.logs()}",
-                    pytrace=False)
-    got = child.last_json()
-    assert "connect" in got["connect"]
-    assert got["rows"] == expected
-    assert got["ids"] == [r[0] for r in expected if r[0] > 3]
-    copies = list((tmp_path / "lake" / "data" / "_ducklake_spark").rglob("__ducklake_copy=*/*.parquet"))
-    assert len(copies) == 2  # made by the server's executors, one per data file
+# the Connect test of these files, test_remote_files_read_through_spark_connect, is in test_connect.py: it shares that
+# module's server (a Connect server's start is most of such a test's time); its client is this module's _workload
 
 
 if __name__ == "__main__":

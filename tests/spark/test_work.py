@@ -9,6 +9,7 @@ from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.spark.write.dml import MergeCardinalityError, When
 from dbt.adapters.ducklake.spark.write.work import LakeWork
 from tests.lake.compare import arrow_rows
+from tests.support.coverage import pairs
 from tests.support.invariants import violations
 
 TARGET = "SELECT CAST(id AS INT) AS id, concat('t', id) AS v, CAST(id * 10 AS BIGINT) AS n FROM range(1, 9)"
@@ -29,7 +30,11 @@ def _rows(lake: DuckLake, table: str) -> list[tuple]:
     return sorted(r[1:] for r in arrow_rows(read_arrow(st, st.table("main", table))))  # row ids left out
 
 
-@pytest.mark.parametrize("case", sorted(CLAUSES))
+# by default each case on one catalog backend, the backends in turn (every case and every backend still run); every
+# pair in the full suite
+@pytest.mark.parametrize(("case", "catalog_url"), [
+    pytest.param(c, b, id=f"{b}-{c}", marks=[pytest.mark.postgres] if b == "postgres" else [])
+    for c, b in pairs(sorted(CLAUSES), ["duckdb", "sqlite", "postgres"])], indirect=["catalog_url"])
 def test_merge_into_a_table_created_in_the_same_unit(spark: SparkSession, catalog_url: str, data_path: str,
                                                       case: str) -> None:
     """MERGE after CREATE TABLE AS in one unit gives the rows the same MERGE gives after the table's commit (as
