@@ -189,10 +189,11 @@ def test_two_processes_on_a_duckdb_file_catalog_take_turns(tmp_path: Path) -> No
 
 
 # crashes ------------------------------------------------------------------------------------------------------------
-# files written and not registered, and a catalog transaction left open, by default; a kill during Spark's write and
-# right after the commit in the full suite
+# a catalog transaction left open by default: the kill comes after the files are written, so it leaves files that
+# were never registered too (orphan deletion must find exactly those); a kill right after the files are written,
+# during Spark's write and right after the commit in the full suite
 @pytest.mark.parametrize("phase", ["spark_write", "files_written", "catalog_transaction", "after_commit"] if FULL
-                         else ["files_written", "catalog_transaction"])
+                         else ["catalog_transaction"])
 def test_kill_at_every_phase_of_a_commit(phase: str, tmp_path: Path) -> None:
     catalog = f"sqlite:///{tmp_path}/catalog.sqlite"
     data = tmp_path / "data"
