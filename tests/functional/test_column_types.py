@@ -13,6 +13,7 @@ from dbt.tests.util import run_dbt
 
 from dbt.adapters.ducklake.lake import paths
 from tests.support import reference
+from tests.support.coverage import FULL
 
 SOURCES = {
     "t_uuid": ("UUID", "uuid", ["'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "'ffffffff-ffff-ffff-ffff-ffffffffffff'"]),
@@ -51,7 +52,10 @@ class TestColumnTypes:
     def models(self) -> dict[str, str]:
         out = {}
         for table, (_, lake_type, _) in SOURCES.items():
-            out[f"copy_{table}.sql"] = COPY.format(type=lake_type, table=table)
+            # an append model's first run creates its table as the table copy does (ducklake_types, DuckDB's rows of
+            # files and inlined rows): the table copies are in the full suite
+            if FULL:
+                out[f"copy_{table}.sql"] = COPY.format(type=lake_type, table=table)
             out[f"append_{table}.sql"] = APPEND.format(type=lake_type, table=table)
         out["mixed_part.sql"] = MIXED
         return out
@@ -82,8 +86,10 @@ class TestColumnTypes:
             for table, (typ, _, _) in SOURCES.items():
                 col = "CAST(v AS TIMESTAMP)" if typ == "TIMESTAMP_NS" else "v"
                 src = rows(f"SELECT id, {col} FROM lake.src.{table} ORDER BY id")
-                for model, expected in ((f"copy_{table}", src),
-                                        (f"append_{table}", src + [(i + 100, v) for i, v in src])):
+                checks = [(f"append_{table}", src + [(i + 100, v) for i, v in src])]
+                if FULL:
+                    checks.insert(0, (f"copy_{table}", src))
+                for model, expected in checks:
                     kind = con.execute(f"SELECT data_type FROM information_schema.columns WHERE table_schema = "
                                        f"'{schema}' AND table_name = '{model}' AND column_name = 'v'").fetchone()
                     want = con.execute(f"SELECT data_type FROM information_schema.columns WHERE table_schema = 'src' "

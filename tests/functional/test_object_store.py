@@ -1,6 +1,7 @@
-"""A lake on S3 (moto's server on loopback, a SQLite catalog): dbt seeds, builds a table and an incremental append
-model twice through Spark's s3a connector; DuckDB (httpfs + ducklake) reads every table at every snapshot; the adapter
-reads a table DuckDB wrote there with a delete; the S3 secret shows nowhere."""
+"""A lake on S3 (moto's server on loopback, a DuckDB-file catalog; the fault tests take SQLite) that DuckDB created:
+dbt seeds, builds a table and an incremental append model twice through Spark's s3a connector; DuckDB (httpfs +
+ducklake) reads every table at every snapshot; the adapter reads a table DuckDB wrote there with a delete; the S3
+secret shows nowhere; the catalog keeps its invariants."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from dbt.adapters.ducklake.spark.env import s3a
 from tests.support import s3
+from tests.support.invariants import violations
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -35,7 +37,7 @@ def _project(root: Path, server: s3.S3Server, bucket: str) -> Path:
     (root / "models" / "people_table.sql").write_text(TABLE)
     (root / "models" / "people_append.sql").write_text(APPEND)
     (root / "models" / "people_merge.sql").write_text(MERGE)
-    catalog = f"sqlite:///{root}/metadata.sqlite"
+    catalog = f"duckdb:///{root}/metadata.ducklake"
     (root / "profiles.yml").write_text(s3.profile_yaml("s3lake", server, catalog, f"s3://{bucket}/lake/"))
     return root
 
@@ -56,15 +58,16 @@ def _rows_at(con: object, table: str, snapshot: int) -> list[tuple] | None:
 def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
     bucket = s3_server.make_bucket()
     project = _project(tmp_path / "p", s3_server, bucket)
-    catalog = f"sqlite:///{project}/metadata.sqlite"
+    catalog = f"duckdb:///{project}/metadata.ducklake"
     people = [(1, "ada"), (2, "bob"), (3, "cy")]
     upper = [(i, n.upper()) for i, n in people]
 
     debug = _dbt(project, "debug")
     assert "s3_connector" in debug and "MISSING" not in debug
-    _dbt(project, "seed")
-    # DuckDB writes a table on S3 in the adapter's lake (files, not inlined rows), and deletes a row of it
-    with s3.attached(s3_server, catalog, options={"DATA_INLINING_ROW_LIMIT": 0}) as con:
+    # DuckDB creates the lake on S3 and writes a table there (files, not inlined rows), and deletes a row of it;
+    # the first build seeds and builds every model over it (a seed and a run of their own in one dbt process)
+    with s3.attached(s3_server, catalog, data_path=f"s3://{bucket}/lake/",
+                     options={"DATA_INLINING_ROW_LIMIT": 0}) as con:
         con.execute("CREATE TABLE lake.main.from_duck AS SELECT range AS k, 'v' || range AS v FROM range(5)")
         con.execute("DELETE FROM lake.main.from_duck WHERE k = 2")
         paths = [r[0] for r in con.execute(
@@ -73,7 +76,7 @@ def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
         after_seed = _latest(con)
     (project / "models" / "from_duck_copy.sql").write_text(FROM_DUCK)
     (project / "models" / "sources.yml").write_text(SOURCES)
-    _dbt(project, "run", "--vars", "batch: 1")
+    _dbt(project, "build", "--vars", "batch: 1")
     _dbt(project, "run", "--vars", "batch: 2")
 
     batch1 = sorted((i * 10 + 1, n) for i, n in people)
@@ -112,6 +115,7 @@ def test_dbt_lake_on_s3(tmp_path: Path, s3_server: s3.S3Server) -> None:
         texts["snapshots"] = repr(con.execute("SELECT * FROM lake.snapshots()").fetchall())
     for where, text in texts.items():
         assert s3_server.secret not in text, f"the S3 secret shows in {where}"
+    assert violations(catalog) == []
 
 
 def test_debug_says_what_to_add_without_the_connector(tmp_path: Path, s3_server: s3.S3Server) -> None:

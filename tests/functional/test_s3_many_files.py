@@ -24,8 +24,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark,
                                  reason="the s3a connector is not cached: run scripts/setup.sh")]
 
 # enough that a branch, path or literal per file would show in the SQL; each file costs requests per scan (moto
-# answers a few hundred a second), so the default suite takes fewer
-FILES = 150 if FULL else 40
+# answers a few hundred a second), so the default suite takes fewer (still many more than the one branch allowed)
+FILES = 150 if FULL else 20
 
 _CHILD = r"""
 import json, sys

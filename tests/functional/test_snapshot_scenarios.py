@@ -10,6 +10,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from tests.support import reference
+from tests.support.coverage import FULL
 
 SOURCES = """
 version: 2
@@ -63,8 +64,9 @@ class TestSnapshotStrategiesWithDuckDB:
         assert len(run_dbt(["snapshot"])) == 2
         first = latest()
         assert first == start + 2  # one snapshot per snapshot node
-        run_dbt(["snapshot"])
-        assert latest() == first  # nothing changed upstream: nothing committed
+        if FULL:  # a run with nothing new after the changes below commits nothing too, by default
+            run_dbt(["snapshot"])
+            assert latest() == first  # nothing changed upstream: nothing committed
 
         duck(f"UPDATE {src} SET name = 'Anne', updated_at = TIMESTAMP '2026-02-01 10:00:00' WHERE id = 1")
         duck(f"DELETE FROM {src} WHERE id = 2")

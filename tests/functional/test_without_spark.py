@@ -21,6 +21,7 @@ import pytest
 
 from dbt.adapters.ducklake.lake import DuckLake
 from tests.support import reference
+from tests.support.coverage import full_only
 from tests.support.spark_cluster import REPO_ROOT
 
 SCHEMA_YML = """
@@ -131,20 +132,27 @@ SEED_CSV = """id,amount,flag,day,at,at_space,at_zone,label
 
 @pytest.mark.slow
 def test_seeds_of_inferred_types_start_no_spark(tmp_path: Path) -> None:
+    """Also the zone-less and offset date-time seeds of the next test, split the same way between the two processes
+    (one with Spark, one without), in the Berlin zone."""
     catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
     project = _project(tmp_path / "p", catalog, data)
     (project / "seeds").mkdir()
     (project / "seeds" / "driver_seed.csv").write_text(SEED_CSV)
     (project / "seeds" / "spark_seed.csv").write_text(SEED_CSV)
+    for name, csv in DATE_TIME_SEEDS.items():
+        (project / "seeds" / f"{name}.csv").write_text(csv)
     spark_log = project / "logs" / "spark.log"
 
-    assert _dbt(project, "seed", "--select", "driver_seed") == {"driver_seed": ("success", None)}
-    assert not spark_log.exists()  # no driver JVM was started for it
+    driver_seeds, spark_seeds = ["driver_seed", "wall_driver", "instants"], ["spark_seed", *SPARK_CAST]
+    assert _dbt(project, "seed", "--select", *driver_seeds, tz="Europe/Berlin") == {
+        n: ("success", None) for n in driver_seeds}
+    assert not spark_log.exists()  # no driver JVM was started for them
     # the same CSV through Spark's casts: `long` is Spark's bigint, a type the driver leaves to Spark
     (project / "dbt_project.yml").write_text(
         "name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\n"
-        "seeds:\n  lazy:\n    spark_seed:\n      +column_types: {id: long}\n")
-    assert _dbt(project, "seed", "--select", "spark_seed") == {"spark_seed": ("success", None)}
+        "seeds:\n  lazy:\n    spark_seed:\n      +column_types: {id: long}\n" + SPARK_CAST_YML)
+    assert _dbt(project, "seed", "--select", *spark_seeds, tz="Europe/Berlin") == {
+        n: ("success", None) for n in spark_seeds}
     assert spark_log.exists()
     with reference.attached(catalog, read_only=True) as con:
         def table(name: str) -> tuple[list[tuple], list[tuple]]:
@@ -161,7 +169,8 @@ def test_seeds_of_inferred_types_start_no_spark(tmp_path: Path) -> None:
                            "at_space": "TIMESTAMP", "at_zone": "TIMESTAMP WITH TIME ZONE", "label": "VARCHAR"}
     assert [r[0] for r in rows] == [-9223372036854775808, -2, 1, 9223372036854775807]
     assert rows[2][7] == "héllo" and rows[1][7] == 'with "quote", comma' and rows[3][7] is None
-    assert snapshots == 3  # the lake's creation, then one snapshot per seed
+    assert snapshots == 1 + len(driver_seeds) + len(spark_seeds)  # the lake's creation, then one snapshot per seed
+    _check_date_times(catalog)
 
 
 WALL_TIMES_CSV = """id,at
@@ -176,7 +185,16 @@ INSTANTS_CSV = """id,at
 """
 
 
+DATE_TIME_SEEDS = {"wall_driver": WALL_TIMES_CSV, "wall_spark": WALL_TIMES_CSV, "wall_as_instants": WALL_TIMES_CSV,
+                   "instants": INSTANTS_CSV}
+SPARK_CAST = ["wall_spark", "wall_as_instants"]
+SPARK_CAST_YML = ("    wall_spark:\n      +column_types: {id: long}\n"  # Spark casts this seed, `at` still inferred
+                  "    wall_as_instants:\n      +column_types: {at: timestamp}\n")
+
+
 @pytest.mark.slow
+@full_only("test_seeds_of_inferred_types_start_no_spark seeds the same CSVs, in a process without Spark and one with it;"
+           " here one command seeds all four")
 def test_seed_date_times_without_a_zone_read_the_same_in_every_time_zone(tmp_path: Path) -> None:
     """A zone-less seed column is DuckDB's TIMESTAMP: its text and hour() are the CSV's under any TimeZone, whether
     the driver or Spark (a column_types override elsewhere in the seed) wrote it, and whatever the dbt process's
@@ -185,15 +203,17 @@ def test_seed_date_times_without_a_zone_read_the_same_in_every_time_zone(tmp_pat
     catalog, data = f"duckdb:///{tmp_path}/l.ducklake", tmp_path / "data"
     project = _project(tmp_path / "p", catalog, data)
     (project / "seeds").mkdir()
-    for name, csv in [("wall_driver", WALL_TIMES_CSV), ("wall_spark", WALL_TIMES_CSV),
-                      ("wall_as_instants", WALL_TIMES_CSV), ("instants", INSTANTS_CSV)]:
+    for name, csv in DATE_TIME_SEEDS.items():
         (project / "seeds" / f"{name}.csv").write_text(csv)
     (project / "dbt_project.yml").write_text(
-        "name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\nseeds:\n  lazy:\n"
-        "    wall_spark:\n      +column_types: {id: long}\n"  # Spark casts this seed, `at` still inferred
-        "    wall_as_instants:\n      +column_types: {at: timestamp}\n")
+        "name: lazy\nversion: '1.0'\nprofile: lazy\nconfig-version: 2\nseeds:\n  lazy:\n" + SPARK_CAST_YML)
     got = _dbt(project, "seed", tz="Europe/Berlin")
-    assert got == {n: ("success", None) for n in ("wall_driver", "wall_spark", "wall_as_instants", "instants")}
+    assert got == {n: ("success", None) for n in DATE_TIME_SEEDS}
+    _check_date_times(catalog)
+
+
+def _check_date_times(catalog: str) -> None:
+    """The date-time seeds as DuckDB reads them in two zones."""
     csv_text = [None if not line.split(",")[1] else line.split(",")[1] for line in WALL_TIMES_CSV.splitlines()[1:]]
 
     with reference.attached(catalog, read_only=True) as con:

@@ -189,10 +189,11 @@ def test_two_processes_on_a_duckdb_file_catalog_take_turns(tmp_path: Path) -> No
 
 
 # crashes ------------------------------------------------------------------------------------------------------------
-# files written and not registered, and a catalog transaction left open, by default; a kill during Spark's write and
-# right after the commit in the full suite
+# a catalog transaction left open by default: the kill comes after the files are written, so it leaves files that
+# were never registered too (orphan deletion must find exactly those); a kill right after the files are written,
+# during Spark's write and right after the commit in the full suite
 @pytest.mark.parametrize("phase", ["spark_write", "files_written", "catalog_transaction", "after_commit"] if FULL
-                         else ["files_written", "catalog_transaction"])
+                         else ["catalog_transaction"])
 def test_kill_at_every_phase_of_a_commit(phase: str, tmp_path: Path) -> None:
     catalog = f"sqlite:///{tmp_path}/catalog.sqlite"
     data = tmp_path / "data"
@@ -248,8 +249,7 @@ def test_catalog_server_stops_while_a_model_commits(tmp_path: Path) -> None:
         models = {"m1.sql": "{{ config(materialized='table') }}\nselect id from range(5)",
                   "m2.sql": "{{ config(materialized='table') }}\nselect id from {{ ref('m1') }}"}
         p = _project(tmp_path / "p", catalog, data, models, threads=1)
-        code, log = _dbt(p, "run", "--select", "m1").wait()
-        assert code == 0, log[-3000:]
+        _first_version(catalog, data, "m1", "range AS id FROM range(5)")  # what m2 reads
         marker = tmp_path / "paused"
         child = _dbt(p, "run", "--select", "m2", env={"DUCKLAKE_TEST_PAUSE_AT": "files_written",
                                                        "DUCKLAKE_TEST_PAUSE_FILE": str(marker)})
