@@ -227,8 +227,24 @@ class LakeState(CatalogObjects):
         t = table if isinstance(table, TableInfo) else self.table_by_id(table)
         if t.table_id not in self._files:
             with self.db.read() as conn:
-                self._files.update(load_files_of(self.db, conn, self, self._with_others(conn, t)))
+                loaded = load_files_of(self.db, conn, self, self._with_others(conn, t))
+                self.require_snapshot(conn)
+            self._files.update(loaded)
         return self._files[t.table_id]
+
+    def require_snapshot(self, conn: Connection) -> None:
+        """Call after a load of rows visible at this snapshot: raise NoSuchSnapshotError if the snapshot is gone.
+
+        A state can be held (a pinned unit, a time-travel read) while another process expires its snapshot, which
+        deletes the file and inlined rows that only expired snapshots saw: a load then is silently partial. Expiry is
+        final, so a snapshot still there after the load was there during it.
+        """
+        found = self.db.query(conn, "SELECT count(*) FROM {p}ducklake_snapshot WHERE snapshot_id = :s",
+                              {"s": self.snapshot_id})
+        if not int(found[0][0] or 0):
+            raise NoSuchSnapshotError(
+                f"snapshot {self.snapshot_id} was expired while it was being read (expire_snapshots): what was "
+                "visible only at it is no longer in the catalog; read again at a retained snapshot")
 
     def _with_others(self, conn: Connection, table: TableInfo) -> list[TableInfo]:
         """The table, and every other table whose files are not loaded yet, while they have at most
@@ -282,6 +298,7 @@ class LakeState(CatalogObjects):
             rows = self.db.query(
                 conn, "SELECT count(*) FROM {p}ducklake_data_file WHERE table_id = :t AND partial_max > :s "
                 f"AND {visible()}", {"s": s, "t": table.table_id})
+            self.require_snapshot(conn)
         return bool(rows[0][0])
 
     def live_rows_in_files(self, table: TableInfo) -> int:
@@ -310,6 +327,7 @@ class LakeState(CatalogObjects):
                     conn, f"SELECT count(*) FROM {{p}}ducklake_inlined_delete_{table.table_id} d "
                     "JOIN {p}ducklake_data_file f ON f.data_file_id = d.file_id "
                     f"WHERE d.begin_snapshot <= :s AND f.table_id = :t AND {visible('f')}", p)
+            self.require_snapshot(conn)
         return int(files[0][0] or 0) - int(deletes[0][0] or 0) - int(inlined[0][0] or 0)
 
     def table_stats(self, table: TableInfo | int) -> TableStats | None:

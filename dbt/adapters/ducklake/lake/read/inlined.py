@@ -81,6 +81,8 @@ def _read(state: LakeState, table: TableInfo, with_rowid: bool, history: bool, o
                 mapped = mapped.append_column("begin_snapshot", pa.array(begins, pa.int64()))
                 mapped = mapped.append_column("end_snapshot", pa.array(ends, pa.int64()))
             out.append(mapped)
+        if not history:  # the rows visible at a snapshot expired meanwhile would be missing some
+            state.require_snapshot(conn)
     return out
 
 
