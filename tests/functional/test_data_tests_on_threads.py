@@ -46,7 +46,8 @@ def _schema() -> str:
 WRITER = """
 import sys, time, duckdb
 ext, catalog, data, schema, stop = sys.argv[1:6]
-con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                             "allow_unsigned_extensions": True})  # see tests/support/reference.CONFIG
 con.execute(f"LOAD '{ext}'")
 n = 0
 while True:

@@ -147,7 +147,8 @@ def test_not_used_for_few_files_or_other_types(spark: SparkSession, lake: tuple)
 WRITER = """
 import sys, duckdb
 attach, *extensions = sys.argv[1:]
-con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                             "allow_unsigned_extensions": True})  # see tests/support/reference.CONFIG
 for ext in extensions:
     con.execute(f"LOAD '{ext}'")
 con.execute(attach)
