@@ -14,6 +14,7 @@ from dbt.adapters.ducklake.lake import DuckLake, read_arrow
 from dbt.adapters.ducklake.lake.errors import NoSuchTableError
 from tests.lake.compare import arrow_rows
 from tests.support import reference
+from tests.support.coverage import FULL
 from tests.support.invariants import violations
 from tests.support.reference_lakes import sort_rows
 
@@ -134,6 +135,13 @@ def test_clone_survives_rebuild_expire_and_cleanup(catalog_url: str, data_path: 
     assert violations(catalog_url) == []
 
 
+# the tests below on one file catalog each by default, in turn (both in the full run); the one above clones on all
+# three backends
+def _one_file_backend(backend: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("file_catalog_url", ["duckdb", "sqlite"] if FULL else [backend], indirect=True)
+
+
+@_one_file_backend("duckdb")
 def test_clone_at_an_earlier_version(file_catalog_url: str, data_path: str) -> None:
     """Cloning a past snapshot takes only what was visible then: rows of a flushed (partial) file added later, and
     positions a later delete added to a data file's delete file, are not in the clone."""
@@ -167,6 +175,7 @@ def _other_device(path: str) -> str | None:
     return None
 
 
+@_one_file_backend("sqlite")
 def test_clone_copies_files_it_cannot_link(file_catalog_url: str, data_path: str, tmp_path: Path) -> None:
     """A source file on another file system (added with ducklake_add_data_files) cannot be hard-linked into the
     lake: its bytes are copied, and the clone outlives the source file all the same."""
@@ -194,6 +203,7 @@ def test_clone_copies_files_it_cannot_link(file_catalog_url: str, data_path: str
             os.remove(outside)
 
 
+@_one_file_backend("sqlite")
 def test_clone_by_copy_when_asked(file_catalog_url: str, data_path: str) -> None:
     _duck(file_catalog_url, data_path, *SOURCE)
     expected = _rows(file_catalog_url, "s.src")
@@ -203,6 +213,7 @@ def test_clone_by_copy_when_asked(file_catalog_url: str, data_path: str) -> None
     assert _rows(file_catalog_url, "c.dst") == expected
 
 
+@_one_file_backend("duckdb")
 def test_clone_replaces_and_refuses(file_catalog_url: str, data_path: str) -> None:
     """CREATE OR REPLACE of an earlier clone (whose directory the new one shares) keeps the new clone whole after
     the old one's files are cleaned; a missing source, or one changed earlier in the transaction, is refused."""

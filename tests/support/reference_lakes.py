@@ -451,12 +451,19 @@ def reference_state(catalog: str) -> dict[str, Any]:
         con.execute("SET TimeZone = 'UTC'")
         objects: dict[int, _Objects] = {}
         con.execute(attach_sql(catalog, "lake", read_only=True))
-        ids = [int(r[0]) for r in con.execute("SELECT snapshot_id FROM lake.snapshots()").fetchall()]
+        versions = {int(r[0]): int(r[1]) for r in con.execute(
+            "SELECT snapshot_id, schema_version FROM lake.snapshots()").fetchall()}
+        ids = list(versions)
         con.execute("DETACH lake")
+        # the objects of a snapshot (tables, views, columns, comments) are those of its schema version: one attach
+        # per schema version, not per snapshot (every DDL statement and comment starts a new schema version)
+        by_version: dict[int, _Objects] = {}
         for sid in ids:
-            con.execute(attach_sql(catalog, "lake", read_only=True, options={"SNAPSHOT_VERSION": sid}))
-            objects[sid] = _objects(con)
-            con.execute("DETACH lake")
+            if versions[sid] not in by_version:
+                con.execute(attach_sql(catalog, "lake", read_only=True, options={"SNAPSHOT_VERSION": sid}))
+                by_version[versions[sid]] = _objects(con)
+                con.execute("DETACH lake")
+            objects[sid] = by_version[versions[sid]]
         con.execute(attach_sql(catalog, "lake", read_only=True))
         snapshots = [tuple(r) for r in con.execute("SELECT * FROM lake.snapshots() ORDER BY snapshot_id").fetchall()]
         tables: dict[tuple[int, str, str], dict[str, Any]] = {}
