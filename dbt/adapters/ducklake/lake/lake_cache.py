@@ -14,8 +14,9 @@ Kept here (the lake's freshness; one lock):
 
 Kept elsewhere, with their rules:
 - on a `LakeState` (files, inlined-data tables and rows of tables it loaded): a state is one snapshot's and never
-  changes (a load made after its snapshot was expired fails: `require_snapshot`); a newer state takes them over for the tables no commit in between changed (`carry_files`, from the
-  tables `advance` finds changed: our own commits, else the catalog's changes).
+  changes (a load made after its snapshot was expired fails: `require_snapshot`); a newer state takes them over for
+  the tables no commit in between changed (`carry_files`, from the tables `advance` finds changed: our own commits,
+  else the catalog's changes).
 - by file path (`read/file_checks`: files found on storage with their catalog size; the Spark layer's readable
   copies and delete-file positions): a lake file is never rewritten under its name, so these stay true while the file
   exists. Deleting files (cleanup, orphan deletion, the files of a commit that did not land) goes through
