@@ -156,7 +156,6 @@ def test_write_delete_and_read_on_a_standalone_cluster(cluster: StandaloneCluste
     build_project(cluster.master_url, tmp_path / "dbt", cluster.env())
 
 
-
 @pytest.mark.slow
 def test_merge_runs_again_when_its_kept_source_is_lost(cluster: StandaloneCluster, tmp_path: Path) -> None:
     """A MERGE whose kept source is lost with its executor runs again (see tests/spark/test_lost_executor.py)."""

@@ -169,7 +169,6 @@ def test_write_dml_read_and_changes_through_spark_connect(server: ConnectServer,
         assert files == got["data_files"]
 
 
-
 @pytest.mark.slow
 def test_remote_files_read_through_spark_connect(server: ConnectServer, tmp_path: Path) -> None:
     """Remote GEOMETRY / VARIANT files through Connect (tests/spark/test_remote_readable.py's lake and client): no JVM

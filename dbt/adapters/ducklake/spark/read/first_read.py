@@ -48,7 +48,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from ...lake.read.file_checks import table_context
 from ...lake.read.scan import DeleteSources, FileScanTask, delete_sources
 from ...lake.records import Column, TableInfo
-from ..env.session import is_classic
+from ..env.session import catalog_key, is_classic
 from ..sql_literals import ident
 from ..types import spark_schema
 
@@ -64,7 +64,7 @@ _PLAIN = {"boolean", "int8", "int16", "int32", "int64", "float32", "float64", "v
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_registered: set[tuple[str, str]] = set()  # (application, data source table) made by this process
+_registered: set[tuple[str, str]] = set()  # (catalog_key, data source table) made by this process
 _building: dict[str, threading.Thread] = {}  # (table, snapshot, files) -> its manifest's running background build
 _side_dir: list[str] = []  # this process's folder of file lists (made on first use, removed at exit)
 _settled: set[str] = set()  # applications whose JVM's Python data source lookup was settled here
@@ -93,7 +93,7 @@ def table_sql(spark: SparkSession, table: TableInfo, tasks: Sequence[FileScanTas
     columns = [(c.column_id, c.name, c.type, c.initial_default) for c in table.columns]  # renames, widenings too
     key = hashlib.sha1(repr((table.table_id, snapshot_id, columns, files)).encode())
     name = f"{MARK}{key.hexdigest()[:24]}"
-    done = (spark.sparkContext.applicationId, name)  # registered in this session (a later one starts empty)
+    done = (catalog_key(spark), name)  # registered in this session's catalog (a later session starts empty)
     with _lock:
         if done not in _registered:
             _settle_lookup(spark)
