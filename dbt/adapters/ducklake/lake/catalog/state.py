@@ -125,8 +125,17 @@ def find_snapshot(
 def option_value(db: CatalogDB, conn: Connection, name: str, table_id: int | None = None,
                  schema_id: int | None = None) -> str | None:
     """A set_option value (table scope, then schema scope, then the lake's), as DuckDB resolves it."""
-    rows = db.query(conn, db.spec.option_rows_sql, {"k": name})
-    found = {(r[0], r[1]): r[2] for r in rows}
+    return resolve_option(option_rows(db, conn, name), table_id, schema_id)
+
+
+def option_rows(db: CatalogDB, conn: Connection, name: str) -> dict[tuple[str | None, int | None], str]:
+    """Every scope's value of one set_option name: (scope, scope id) -> value; (None, None) is the lake's."""
+    return {(r[0], r[1]): r[2] for r in db.query(conn, db.spec.option_rows_sql, {"k": name})}
+
+
+def resolve_option(found: dict[tuple[str | None, int | None], str], table_id: int | None = None,
+                   schema_id: int | None = None) -> str | None:
+    """The value that applies to the table: its own, else its schema's, else the lake's (None: none is set)."""
     for key in (("table", table_id), ("schema", schema_id), (None, None)):
         if key in found:
             return found[key]
