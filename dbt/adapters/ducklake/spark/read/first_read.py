@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import inspect
 import logging
 import os
 import pickle
@@ -227,12 +228,11 @@ class _Reader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
 
         from ...lake.read.file_checks import DELETE_FILE, ListedFile, reading_any
         from ...lake.read.scan import positions_of, read_data_file
 
-        target = to_arrow_schema(self.schema)
+        target = _arrow_schema(self.schema)
         assert isinstance(partition, _Partition)
         for path, sources, max_snapshot, size in partition.files:
             # a file damaged since the plan checked it fails the task naming it (pyarrow's errors may not)
@@ -243,6 +243,17 @@ class _Reader(DataSourceReader):
             if rows.num_rows:
                 yield from pa.Table.from_arrays([rows.column(i).cast(f.type) for i, f in enumerate(target)],
                                                 schema=target).to_batches()
+
+
+def _arrow_schema(schema: T.StructType) -> Any:
+    """The Arrow schema of the batches a reader yields: Spark's TIMESTAMP as UTC instants. pyspark 4.0 and 4.1 give
+    that by default (`timestamp_utc=True`); 4.2 replaced the flag by a `timezone` argument that a TIMESTAMP column
+    requires (without it the conversion fails its assertion)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")  # type: ignore[call-arg]  # (4.2 and later)
+    return to_arrow_schema(schema)
 
 
 def _source_class(name: str, table_schema: T.StructType, columns: list[Column], files: _FileList,
