@@ -273,11 +273,11 @@ class CatalogBuilder(CatalogView):
                   if t not in self.changes.dropped_tables and any(i.table_id == t for i in self.tables.values())]
         if not tables:
             return out
-        limits = self.catalog.inlining_limits()
         default = DEFAULT_INLINING_LIMIT if self.default_inlining_limit is None else self.default_inlining_limit
         for info in tables:
-            limit = next((limits[k] for k in (("table", info.table_id), ("schema", info.schema_id), (None, None))
-                          if k in limits), str(default))
+            limit = self.catalog.option(inlined_rows.OPTION, info.table_id, info.schema_id)
+            if limit is None:
+                limit = str(default)
             if info.table_id not in self.inlined_targets and (int(limit) <= 0 or not self.can_inline(info)):
                 continue
             name = f"ducklake_inlined_data_{info.table_id}_{self.schema_version}"

@@ -150,11 +150,6 @@ class CatalogReader:
             )
         }
 
-    def inlining_limits(self) -> dict[tuple[str | None, int | None], str]:
-        """The data_inlining_row_limit options by (scope, scope id): ('table', id), ('schema', id), (None, None)."""
-        return {(r[0], r[1]): r[2] for r in self.db.query(
-            self.conn, self.db.spec.option_rows_sql, {"k": "data_inlining_row_limit"})}
-
 
 class ColumnIdReader:
     """A transaction's staged view asks the catalog one thing its state does not hold: the highest id a table's
